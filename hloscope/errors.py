@@ -1,0 +1,92 @@
+"""The errors hloscope reports to users, each carrying the exit code the CLI returns.
+
+The CLI prints `str(error)` without a traceback and exits with `error.exit_code`:
+0 ok, 1 a check failed, 2 usage error, 3 input missing or unreadable, 4 input malformed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INPUT_MISSING = 3
+EXIT_INPUT_MALFORMED = 4
+
+
+class HloscopeError(Exception):
+    """Base of every error meant for the user rather than for a developer."""
+
+    exit_code: int = EXIT_USAGE
+
+
+class UsageError(HloscopeError):
+    """A command was called with options that cannot work together (unknown device, ...)."""
+
+    exit_code = EXIT_USAGE
+
+
+class InputError(HloscopeError):
+    """The input does not exist or cannot be read."""
+
+    exit_code = EXIT_INPUT_MISSING
+
+
+class OutputExistsError(HloscopeError):
+    """Refusing to overwrite an existing output file without --force."""
+
+    exit_code = EXIT_USAGE
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """A 1-based line and column in a named input."""
+
+    source: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}:{self.column}"
+
+
+class ParseError(HloscopeError):
+    """The input is not well-formed HLO; carries file:line:col, the offending line and a caret."""
+
+    exit_code = EXIT_INPUT_MALFORMED
+
+    def __init__(self, message: str, location: SourceLocation, line_text: str = "") -> None:
+        self.message = message
+        self.location = location
+        self.line_text = line_text
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        text = f"{self.location}: error: {self.message}"
+        if self.line_text:
+            shown, caret_column = _clip_line(self.line_text, self.location.column)
+            text += f"\n  {shown}\n  {' ' * (caret_column - 1)}^"
+        return text
+
+
+class NotScheduledError(HloscopeError):
+    """An analysis needs a scheduled module (is_scheduled=true) and got an unscheduled one."""
+
+    exit_code = EXIT_INPUT_MALFORMED
+
+
+class CheckFailed(HloscopeError):
+    """A regression gate or a fit verdict failed; the report has already been written."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
+def _clip_line(line_text: str, column: int, width: int = 120) -> tuple[str, int]:
+    """Shows at most `width` characters of a long line around `column`."""
+    line_text = line_text.rstrip("\n")
+    if len(line_text) <= width:
+        return line_text, max(column, 1)
+    start = max(0, min(column - 1 - width // 2, len(line_text) - width))
+    prefix = "..." if start else ""
+    shown = prefix + line_text[start : start + width]
+    return shown, column - start + len(prefix)

@@ -1,0 +1,267 @@
+"""One HLO instruction, read lazily from the text it was parsed from.
+
+The text parser stores the instruction's statement verbatim with the offsets of its operand list and
+attributes; shapes, operands and attributes are parsed the first time an analysis asks for them.
+That keeps loading a multi-hundred-MB module fast and small, while every accessor still reports a
+malformed value as a ParseError at its file:line:col.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hloscope.errors import ParseError, SourceLocation
+from hloscope.parsers import attributes as attr
+from hloscope.parsers.scan import blank_block_comments, split_top_level
+from hloscope.parsers.shape_text import TextSyntaxError, parse_shape
+
+if TYPE_CHECKING:
+    from hloscope.model.shape import Shape
+
+# Attributes whose value names called computations.
+CALLED_COMPUTATION_KEYS = (
+    "calls", "to_apply", "body", "condition", "branch_computations",
+    "true_computation", "false_computation", "select", "scatter", "called_computations",
+)
+LITERAL_PREVIEW_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """`metadata={...}`: where an instruction comes from in the source program."""
+
+    op_type: str = ""
+    op_name: str = ""
+    source_file: str = ""
+    source_line: int = 0
+    stack_frame_id: int = 0
+    extra: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def from_items(items: dict[str, str]) -> Metadata:
+        known = {"op_type", "op_name", "source_file", "source_line", "stack_frame_id"}
+        return Metadata(
+            op_type=items.get("op_type", ""),
+            op_name=items.get("op_name", ""),
+            source_file=items.get("source_file", ""),
+            source_line=_int_or_zero(items.get("source_line")),
+            stack_frame_id=_int_or_zero(items.get("stack_frame_id")),
+            extra=tuple((k, v) for k, v in items.items() if k not in known),
+        )
+
+
+def _int_or_zero(text: str | None) -> int:
+    try:
+        return int(text) if text else 0
+    except ValueError:
+        return 0
+
+
+EMPTY_METADATA = Metadata()
+
+
+class Instruction:
+    """`[ROOT] name = shape opcode(operands), attributes` — see the module docstring."""
+
+    __slots__ = (
+        "name", "opcode", "shape_text", "text", "operands_start", "operands_end",
+        "line", "is_root", "source", "_attributes",
+    )
+
+    def __init__(self, name: str, opcode: str, shape_text: str, text: str,
+                 operands_start: int, operands_end: int, line: int, is_root: bool,
+                 source: str) -> None:
+        self.name = name
+        self.opcode = opcode
+        self.shape_text = shape_text
+        self.text = text
+        self.operands_start = operands_start
+        self.operands_end = operands_end
+        self.line = line
+        self.is_root = is_root
+        self.source = source
+        self._attributes: dict[str, tuple[int, int]] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Instruction {self.name} = {self.shape_text} {self.opcode}>"
+
+    # --- locations -------------------------------------------------------------------------
+    def location(self, offset: int) -> SourceLocation:
+        """file:line:col of an offset into this instruction's statement text."""
+        newlines = self.text.count("\n", 0, offset)
+        line_start = self.text.rfind("\n", 0, offset) + 1
+        return SourceLocation(self.source, self.line + newlines, offset - line_start + 1)
+
+    def error(self, message: str, offset: int) -> ParseError:
+        line_start = self.text.rfind("\n", 0, offset) + 1
+        line_end = self.text.find("\n", offset)
+        line_text = self.text[line_start : line_end if line_end >= 0 else len(self.text)]
+        return ParseError(f"{message} (in instruction {self.name})", self.location(offset),
+                          line_text)
+
+    # --- shape and operands ----------------------------------------------------------------
+    @property
+    def shape(self) -> Shape:
+        try:
+            return parse_shape(self.shape_text)
+        except TextSyntaxError as error:
+            raise self.error(error.message, self.text.find(self.shape_text) + error.offset) \
+                from None
+
+    @property
+    def operand_text(self) -> str:
+        return self.text[self.operands_start : self.operands_end]
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        """Names of the operand instructions (none for parameter, constant, iota, ...)."""
+        if self.opcode in ("parameter", "constant"):
+            return ()
+        text = blank_block_comments(self.text)
+        try:
+            spans = split_top_level(text, self.operands_start, self.operands_end)
+        except TextSyntaxError as error:
+            raise self.error(error.message, error.offset) from None
+        return tuple(text[s:e].split()[-1].lstrip("%") for s, e in spans if text[s:e].strip())
+
+    @property
+    def parameter_number(self) -> int:
+        try:
+            return int(self.operand_text)
+        except ValueError:
+            raise self.error("expected a parameter number", self.operands_start) from None
+
+    @property
+    def literal_preview(self) -> str:
+        """The start of a constant's literal; the literal itself is never materialised."""
+        literal = self.operand_text.strip()
+        return literal if len(literal) <= LITERAL_PREVIEW_CHARS else (
+            literal[:LITERAL_PREVIEW_CHARS] + f"... ({len(literal)} chars)")
+
+    # --- attributes ------------------------------------------------------------------------
+    @property
+    def attribute_names(self) -> tuple[str, ...]:
+        return tuple(self._attribute_spans())
+
+    def raw_attribute(self, key: str) -> str | None:
+        span = self._attribute_spans().get(key)
+        return None if span is None else self.text[span[0] : span[1]]
+
+    def _attribute_spans(self) -> dict[str, tuple[int, int]]:
+        if self._attributes is None:
+            self._attributes = self._split_attributes()
+        return self._attributes
+
+    def _split_attributes(self) -> dict[str, tuple[int, int]]:
+        start = self.operands_end + 1
+        rest = self.text[start:]
+        if not rest.strip():
+            return {}
+        comma = start + len(rest) - len(rest.lstrip())
+        if self.text[comma] != ",":
+            raise self.error("expected ',' before an attribute", comma)
+        try:
+            return attr.split_attributes(self.text, comma + 1)
+        except TextSyntaxError as error:
+            raise self.error(error.message, error.offset) from None
+
+    def _typed(self, key: str, convert: Any, default: Any = None) -> Any:
+        span = self._attribute_spans().get(key)
+        if span is None:
+            return default
+        try:
+            return convert(self.text[span[0] : span[1]])
+        except TextSyntaxError as error:
+            raise self.error(f"attribute {key}: {error.message}", span[0] + error.offset) \
+                from None
+
+    def int_list_attribute(self, key: str) -> tuple[int, ...] | None:
+        return self._typed(key, attr.int_list)
+
+    @property
+    def dimensions(self) -> tuple[int, ...] | None:
+        return self.int_list_attribute("dimensions")
+
+    @property
+    def lhs_contracting_dims(self) -> tuple[int, ...]:
+        return self._typed("lhs_contracting_dims", attr.int_list, ())
+
+    @property
+    def rhs_contracting_dims(self) -> tuple[int, ...]:
+        return self._typed("rhs_contracting_dims", attr.int_list, ())
+
+    @property
+    def lhs_batch_dims(self) -> tuple[int, ...]:
+        return self._typed("lhs_batch_dims", attr.int_list, ())
+
+    @property
+    def rhs_batch_dims(self) -> tuple[int, ...]:
+        return self._typed("rhs_batch_dims", attr.int_list, ())
+
+    @property
+    def window(self) -> tuple[attr.WindowDimension, ...]:
+        return self._typed("window", attr.window, ())
+
+    @property
+    def dim_labels(self) -> attr.ConvolutionDimensions | None:
+        return self._typed("dim_labels", attr.dim_labels)
+
+    @property
+    def feature_group_count(self) -> int:
+        return self._typed("feature_group_count", int, 1)
+
+    @property
+    def batch_group_count(self) -> int:
+        return self._typed("batch_group_count", int, 1)
+
+    @property
+    def tuple_index(self) -> int | None:
+        return self._typed("index", int)
+
+    @property
+    def fusion_kind(self) -> str | None:
+        return self.raw_attribute("kind")
+
+    @property
+    def custom_call_target(self) -> str | None:
+        return self._typed("custom_call_target", attr.unquote)
+
+    @property
+    def called_computations(self) -> tuple[str, ...]:
+        names: list[str] = []
+        for key in CALLED_COMPUTATION_KEYS:
+            names.extend(self._typed(key, attr.computation_names, ()))
+        return tuple(names)
+
+    def called_computation(self, key: str) -> str | None:
+        names = self._typed(key, attr.computation_names, ())
+        return names[0] if names else None
+
+    @property
+    def control_predecessors(self) -> tuple[str, ...]:
+        return self._typed("control-predecessors", attr.computation_names, ())
+
+    @property
+    def sharding(self) -> str | None:
+        return self.raw_attribute("sharding")
+
+    @property
+    def backend_config(self) -> dict | list | str | None:
+        return self._typed("backend_config", attr.backend_config)
+
+    @property
+    def frontend_attributes(self) -> dict[str, str]:
+        return self._typed("frontend_attributes", attr.key_values, {})
+
+    @property
+    def metadata(self) -> Metadata:
+        items = self._typed("metadata", attr.key_values)
+        return Metadata.from_items(items) if items else EMPTY_METADATA
+
+    @property
+    def op_name(self) -> str:
+        """metadata's op_name, read without parsing the other attributes (hot in analyses)."""
+        start = self.text.find('op_name="', self.operands_end)
+        if start < 0:
+            return ""
+        return self.metadata.op_name

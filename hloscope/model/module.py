@@ -1,0 +1,235 @@
+"""Computations and modules: the containers the text parser fills and every analysis reads.
+
+A computation keeps its instructions in text order, which in a scheduled module (`is_scheduled=true`)
+is the schedule. The module keeps its header attributes verbatim and parses them on demand, and
+the stack-frame tables newer XLA prints after the header (FileNames, FunctionNames, FileLocations,
+StackFrames) so that `stack_frame_id` in metadata resolves to a source file and line.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from hloscope.errors import ParseError, SourceLocation
+from hloscope.model.instruction import Instruction
+from hloscope.model.shape import Shape
+from hloscope.parsers import attributes as attr
+from hloscope.parsers.scan import blank_block_comments, split_top_level
+from hloscope.parsers.shape_text import TextSyntaxError, parse_shape, parse_shape_prefix
+
+
+@dataclass(slots=True)
+class Computation:
+    """A named list of instructions; `parameters` come from the header `(p: shape, ...) -> shape`."""
+
+    name: str
+    line: int
+    is_entry: bool = False
+    header_parameters: tuple[tuple[str, str], ...] = ()
+    header_result: str = ""
+    execution_thread: str = ""
+    instructions: list[Instruction] = field(default_factory=list)
+
+    @property
+    def root(self) -> Instruction:
+        for instruction in reversed(self.instructions):
+            if instruction.is_root:
+                return instruction
+        return self.instructions[-1]
+
+    @property
+    def parameters(self) -> list[Instruction]:
+        found = [i for i in self.instructions if i.opcode == "parameter"]
+        return sorted(found, key=lambda i: i.parameter_number)
+
+    def __iter__(self) -> Iterator[Instruction]:
+        return iter(self.instructions)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFrame:
+    """One resolved frame of an XLA stack-frame table."""
+
+    file_name: str
+    function_name: str
+    line: int
+    column: int
+    parent_frame_id: int
+
+
+@dataclass(slots=True)
+class StackFrameTables:
+    """The FileNames / FunctionNames / FileLocations / StackFrames sections of a module."""
+
+    file_names: dict[int, str] = field(default_factory=dict)
+    function_names: dict[int, str] = field(default_factory=dict)
+    file_locations: dict[int, dict[str, str]] = field(default_factory=dict)
+    stack_frames: dict[int, dict[str, str]] = field(default_factory=dict)
+
+    def frame(self, frame_id: int) -> SourceFrame | None:
+        frame = self.stack_frames.get(frame_id)
+        if frame is None:
+            return None
+        location = self.file_locations.get(int(frame.get("file_location_id", 0)), {})
+        return SourceFrame(
+            file_name=self.file_names.get(int(location.get("file_name_id", 0)), ""),
+            function_name=self.function_names.get(int(location.get("function_name_id", 0)), ""),
+            line=int(location.get("line", 0)),
+            column=int(location.get("column", 0)),
+            parent_frame_id=int(frame.get("parent_frame_id", 0)),
+        )
+
+
+@dataclass(slots=True)
+class HloModule:
+    """A parsed HLO module. `entry` is the ENTRY computation, or the last one when none is marked."""
+
+    name: str
+    source: str
+    line: int
+    header_text: str = ""
+    computations: dict[str, Computation] = field(default_factory=dict)
+    entry_name: str = ""
+    stack_frames: StackFrameTables = field(default_factory=StackFrameTables)
+    has_header: bool = True
+    byte_size: int = 0
+    _header_spans: dict[str, tuple[int, int]] | None = None
+
+    # --- structure -------------------------------------------------------------------------
+    @property
+    def entry(self) -> Computation:
+        return self.computations[self.entry_name]
+
+    def computation(self, name: str) -> Computation:
+        try:
+            return self.computations[name.lstrip("%")]
+        except KeyError:
+            raise KeyError(f"no computation named {name!r} in module {self.name}") from None
+
+    @property
+    def instruction_count(self) -> int:
+        return sum(len(c.instructions) for c in self.computations.values())
+
+    def instructions(self) -> Iterator[tuple[Computation, Instruction]]:
+        for computation in self.computations.values():
+            for instruction in computation.instructions:
+                yield computation, instruction
+
+    # --- header attributes -----------------------------------------------------------------
+    def raw_attribute(self, key: str) -> str | None:
+        span = self._spans().get(key)
+        return None if span is None else self.header_text[span[0] : span[1]]
+
+    def _spans(self) -> dict[str, tuple[int, int]]:
+        if self._header_spans is None:
+            self._header_spans = self._split_header()
+        return self._header_spans
+
+    def _split_header(self) -> dict[str, tuple[int, int]]:
+        comma = self.header_text.find(",")
+        if comma < 0:
+            return {}
+        try:
+            return attr.split_attributes(self.header_text, comma + 1)
+        except TextSyntaxError as error:
+            raise self._header_error(error.message, error.offset) from None
+
+    def _header_error(self, message: str, offset: int) -> ParseError:
+        newlines = self.header_text.count("\n", 0, offset)
+        line_start = self.header_text.rfind("\n", 0, offset) + 1
+        line_end = self.header_text.find("\n", offset)
+        location = SourceLocation(self.source, self.line + newlines, offset - line_start + 1)
+        line_text = self.header_text[line_start : line_end if line_end >= 0 else None]
+        return ParseError(f"module header: {message}", location, line_text)
+
+    @property
+    def is_scheduled(self) -> bool:
+        return (self.raw_attribute("is_scheduled") or "").strip() == "true"
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.raw_attribute("num_partitions") or 1)
+
+    @property
+    def replica_count(self) -> int:
+        return int(self.raw_attribute("replica_count") or 1)
+
+    @property
+    def frontend_attributes(self) -> dict[str, str]:
+        raw = self.raw_attribute("frontend_attributes")
+        return attr.key_values(raw) if raw else {}
+
+    @property
+    def entry_computation_layout(self) -> tuple[tuple[Shape, ...], Shape] | None:
+        """(parameter shapes, result shape) from `entry_computation_layout={(...)->...}`."""
+        raw = self.raw_attribute("entry_computation_layout")
+        if raw is None:
+            return None
+        span = self._spans()["entry_computation_layout"]
+        try:
+            return _program_shape(raw.strip()[1:-1])
+        except TextSyntaxError as error:
+            raise self._header_error(f"entry_computation_layout: {error.message}",
+                                     span[0] + 1 + error.offset) from None
+
+    @property
+    def input_output_alias(self) -> tuple[tuple[tuple[int, ...], int, tuple[int, ...], str], ...]:
+        """(output index, parameter number, parameter index, kind) for each aliased output."""
+        raw = self.raw_attribute("input_output_alias")
+        if not raw:
+            return ()
+        return tuple(_alias_entries(raw))
+
+    @property
+    def buffer_donors(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """(parameter number, parameter index) for each `buffer_donor={ (0, {}), ... }` entry."""
+        raw = self.raw_attribute("buffer_donor")
+        if not raw:
+            return ()
+        donors = []
+        for pair in _PAIR.finditer(raw):
+            donors.append((int(pair.group(1)), attr.int_list(pair.group(2))))
+        return tuple(donors)
+
+
+_PAIR = re.compile(r"\(\s*(\d+)\s*,\s*(\{[^}]*\})\s*\)")
+_ALIAS = re.compile(r"(\{[^}]*\})\s*:\s*\(\s*(\d+)\s*,\s*(\{[^}]*\})\s*(?:,\s*([\w-]+))?\s*\)")
+
+
+def _alias_entries(raw: str) -> list[tuple[tuple[int, ...], int, tuple[int, ...], str]]:
+    return [
+        (attr.int_list(m.group(1)), int(m.group(2)), attr.int_list(m.group(3)),
+         m.group(4) or "may-alias")
+        for m in _ALIAS.finditer(raw)
+    ]
+
+
+def _program_shape(text: str) -> tuple[tuple[Shape, ...], Shape]:
+    """`(shape, shape)->shape` -> ((shapes...), result)."""
+    text = blank_block_comments(text)
+    arrow = _top_level_arrow(text)
+    params_text, result_text = text[:arrow].strip(), text[arrow + 2 :]
+    if not (params_text.startswith("(") and params_text.endswith(")")):
+        raise TextSyntaxError("expected '(parameters)->result'", 0)
+    inner_start = text.index("(") + 1
+    params = []
+    for start, end in split_top_level(text, inner_start, text.rindex(")", 0, arrow)):
+        shape, _ = parse_shape_prefix(text[:end], start)
+        params.append(shape)
+    return tuple(params), parse_shape(result_text)
+
+
+def _top_level_arrow(text: str) -> int:
+    depth = 0
+    for i, char in enumerate(text):
+        if char in "({[":
+            depth += 1
+        elif char in ")}]":
+            depth -= 1
+        elif char == "-" and depth == 0 and text.startswith("->", i):
+            return i
+    raise TextSyntaxError("expected '->' in program shape", 0)

@@ -1,0 +1,435 @@
+"""Streaming parser for HLO text as XLA prints it, one line at a time.
+
+Statements are the module header (`HloModule name, attrs`), stack-frame table sections, computation
+headers (`[ENTRY] name [(params) -> shape] {`), instructions and closing braces. A statement may
+span lines: it ends when its brackets balance. Most instructions sit on one line and match one
+compiled pattern (the fast path); the rest go through a bracket-aware slow path that also finds the
+exact column of an error.
+
+Accepted beyond XLA's own printer, as XLA's parser accepts them: text without an `HloModule` header
+(the last computation is the entry), several modules in one file, names without `%`, `//` and
+`/* */` comments, operand lists with inline shapes, and files without a trailing newline.
+
+Truncated text is refused precisely: the error says where the text ends and inside which
+computation, or, for a module that ends after a complete computation but before its ENTRY, that the
+entry computation its header declares is missing.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import PurePath
+
+from hloscope.errors import ParseError, SourceLocation
+from hloscope.model.instruction import Instruction
+from hloscope.model.module import Computation, HloModule
+from hloscope.parsers.scan import (
+    bracket_balance,
+    find_matching,
+    split_top_level,
+    strip_line_comment,
+)
+from hloscope.parsers.shape_text import TextSyntaxError, parse_shape_prefix
+
+_NAME = r"%?([A-Za-z_][\w.\-]*)"
+_ARRAY_SHAPE = r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?"
+_FAST_INSTRUCTION = re.compile(
+    r"[ \t]*(ROOT[ \t]+)?" + _NAME + r"[ \t]*=[ \t]*(" + _ARRAY_SHAPE + r")[ \t]+"
+    r"([a-z][a-z0-9\-]*)\(([^()\"]*)\)"
+)
+_INSTRUCTION_START = re.compile(
+    r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*(?:\(|[a-z][a-z0-9]*\[)"
+)
+_HEAD = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
+_OPCODE = re.compile(r"\s+([a-z][a-z0-9\-]*)\s*\(")
+_COMPUTATION_HEADER = re.compile(
+    r"\s*(ENTRY\s+)?" + _NAME + r"\s*(?:(\(.*\))\s*->\s*(.+?))?\s*\{\s*$", re.S
+)
+_COMPUTATION_CLOSE = re.compile(r"\s*\}\s*(,.*)?$", re.S)
+_EXECUTION_THREAD = re.compile(r'execution_thread\s*=\s*"([^"]*)"')
+_MODULE_HEADER = re.compile(r"\s*HloModule\s+" + _NAME)
+_SECTION_ENTRY = re.compile(r"\s*(\d+)\s+(.*?)\s*$", re.S)
+SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+class TextParser:
+    """Feed it lines with `feed`, then call `finish` for the parsed modules."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.modules: list[HloModule] = []
+        self.module: HloModule | None = None
+        self.computation: Computation | None = None
+        self.section = ""
+        self.line_number = 0
+        self.module_bytes = 0
+        self._pending: list[str] = []
+        self._pending_line = 0
+        self._pending_balance = 0
+        self._root_seen = False
+        self._in_block_comment = False
+        self._intern: dict[str, str] = {}
+
+    # --- driving ---------------------------------------------------------------------------
+    def feed(self, line: str) -> None:
+        self.line_number += 1
+        self.module_bytes += len(line)
+        if self._in_block_comment or "/*" in line:
+            line = self._blank_block_comments(line)
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith("//"):
+            return
+        if "//" in line:
+            line = strip_line_comment(line)
+            if not line.strip():
+                return
+        if self.computation is not None:
+            self._inside_computation(line, stripped)
+        elif self._pending:
+            self._extend(line)
+            if self._top_level_complete():
+                self._dispatch_top_level()
+        else:
+            self._outside_computation(line, stripped)
+
+    def finish(self) -> list[HloModule]:
+        if self._pending and (self._pending_balance > 0 or self.computation is None):
+            self._truncated_statement()
+        self._flush()
+        if self.computation is not None:
+            self._truncated_computation()
+        self._close_module()
+        if not self.modules:
+            raise ParseError("no HLO module found: expected 'HloModule' or a computation",
+                             SourceLocation(self.source, max(self.line_number, 1), 1))
+        return self.modules
+
+    def _blank_block_comments(self, line: str) -> str:
+        """Blanks `/* ... */` comments, which may span lines, keeping columns unchanged."""
+        out = []
+        position = 0
+        while position < len(line):
+            if self._in_block_comment:
+                end = line.find("*/", position)
+                stop = len(line) if end < 0 else end + 2
+                out.append(" " * (stop - position))
+                self._in_block_comment = end < 0
+                position = stop
+            else:
+                start = line.find("/*", position)
+                if start < 0:
+                    out.append(line[position:])
+                    break
+                out.append(line[position:start])
+                self._in_block_comment = True
+                position = start
+        text = "".join(out)
+        return text if not line.endswith("\n") or text.endswith("\n") else text + "\n"
+
+    # --- statements that span lines --------------------------------------------------------
+    def _start_statement(self, line: str, balance: int) -> None:
+        self._pending = [line]
+        self._pending_line = self.line_number
+        self._pending_balance = balance
+
+    def _extend(self, line: str) -> None:
+        self._pending.append(line)
+        self._pending_balance += bracket_balance(line)
+
+    def _flush(self) -> None:
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending = []
+            self._instruction_slow(text, self._pending_line)
+
+    def _top_level_complete(self) -> bool:
+        if self._pending[0].lstrip().startswith("HloModule"):
+            return self._pending_balance <= 0
+        return self._pending_balance <= 1 and self._pending[-1].rstrip().endswith("{")
+
+    def _dispatch_top_level(self) -> None:
+        text = "".join(self._pending)
+        self._pending = []
+        if text.lstrip().startswith("HloModule"):
+            self._module_header(text, self._pending_line)
+        else:
+            self._computation_header(text, self._pending_line)
+
+    # --- inside a computation --------------------------------------------------------------
+    def _inside_computation(self, line: str, stripped: str) -> None:
+        if self._pending and self._pending_balance > 0:
+            self._extend(line)
+            return
+        if stripped[0] == "}":
+            self._flush()
+            self._close_computation(line)
+            return
+        match = _FAST_INSTRUCTION.match(line)
+        if match:
+            self._flush()
+            balance = bracket_balance(line)
+            if balance == 0 and not line.rstrip().endswith(","):
+                self._add_fast(match, line)
+            else:
+                self._start_statement(line, balance)
+        elif _INSTRUCTION_START.match(line):
+            self._flush()
+            self._start_statement(line, bracket_balance(line))
+        elif self._pending:
+            self._extend(line)
+        else:
+            raise self._located(line, self.line_number, _first_nonblank(line),
+                                "expected an instruction 'name = shape opcode(operands)'")
+
+    def _add_fast(self, match: re.Match[str], line: str) -> None:
+        is_root = match.group(1) is not None
+        shape_text = self._intern.setdefault(match.group(3), match.group(3))
+        opcode = self._intern.setdefault(match.group(4), match.group(4))
+        self._append(Instruction(match.group(2), opcode, shape_text, line, match.start(5),
+                                 match.end(5), self.line_number, is_root, self.source))
+
+    def _append(self, instruction: Instruction) -> None:
+        computation = self.computation
+        assert computation is not None
+        if instruction.is_root:
+            if self._root_seen:
+                raise self._error(f"second ROOT in computation {computation.name}",
+                                  instruction.line, 1, instruction.text)
+            self._root_seen = True
+        computation.instructions.append(instruction)
+
+    def _instruction_slow(self, text: str, line_number: int) -> None:
+        head = _HEAD.match(text)
+        if not head:
+            raise self._located(text, line_number, _first_nonblank(text),
+                                "expected an instruction 'name = shape opcode(operands)'")
+        try:
+            shape, shape_end = parse_shape_prefix(text, head.end())
+            del shape
+        except TextSyntaxError as error:
+            raise self._located(text, line_number, error.offset, error.message) from None
+        opcode = _OPCODE.match(text, shape_end)
+        if not opcode:
+            raise self._located(text, line_number, shape_end + _blanks(text, shape_end),
+                                "expected an opcode followed by '('")
+        try:
+            close = find_matching(text, opcode.end() - 1)
+            rest = text[close + 1 :]
+            if rest.strip() and not rest.lstrip().startswith(","):
+                raise TextSyntaxError("expected ',' or the end of the instruction",
+                                      close + 1 + _blanks(text, close + 1))
+            if rest.strip():
+                split_top_level(text, close + 1)
+        except TextSyntaxError as error:
+            raise self._located(text, line_number, error.offset, error.message) from None
+        shape_text = " ".join(text[head.end() : shape_end].split())
+        shape_text = self._intern.setdefault(shape_text, shape_text)
+        name = self._intern.setdefault(opcode.group(1), opcode.group(1))
+        self._append(Instruction(head.group(2), name, shape_text, text, opcode.end(), close,
+                                 line_number, head.group(1) is not None, self.source))
+
+    def _close_computation(self, line: str) -> None:
+        computation = self.computation
+        assert computation is not None
+        match = _COMPUTATION_CLOSE.match(line)
+        if not match:
+            raise self._located(line, self.line_number, 1, "expected '}'")
+        if match.group(1):
+            thread = _EXECUTION_THREAD.search(match.group(1))
+            computation.execution_thread = thread.group(1) if thread else ""
+        if not computation.instructions:
+            raise self._located(line, self.line_number, 1,
+                                f"computation {computation.name} has no instructions")
+        self.computation = None
+
+    # --- outside computations --------------------------------------------------------------
+    def _outside_computation(self, line: str, stripped: str) -> None:
+        if stripped.startswith("HloModule"):
+            self.section = ""
+            balance = bracket_balance(line)
+            if balance > 0:
+                self._start_statement(line, balance)
+            else:
+                self._module_header(line, self.line_number)
+            return
+        word = stripped.split(None, 1)[0]
+        if word in SECTIONS and stripped.strip() == word:
+            self.section = word
+            return
+        if self.section and stripped[0].isdigit():
+            self._section_entry(line)
+            return
+        self.section = ""
+        balance = bracket_balance(line)
+        if balance == 1 and line.rstrip().endswith("{"):
+            self._computation_header(line, self.line_number)
+        elif balance >= 1:
+            self._start_statement(line, balance)
+        else:
+            raise self._located(line, self.line_number, _first_nonblank(line),
+                                "expected 'HloModule' or a computation 'name (params) -> shape {'")
+
+    def _module_header(self, text: str, line_number: int) -> None:
+        self._close_module()
+        match = _MODULE_HEADER.match(text)
+        if not match:
+            raise self._located(text, line_number, _first_nonblank(text),
+                                "expected 'HloModule <name>'")
+        rest = text[match.end() :]
+        if rest.strip() and not rest.lstrip().startswith(","):
+            raise self._located(text, line_number, match.end() + _blanks(text, match.end()),
+                                "expected ',' after the module name")
+        self.module = HloModule(name=match.group(1), source=self.source, line=line_number,
+                                header_text=text.rstrip("\n"))
+        self.module_bytes = len(text)
+
+    def _section_entry(self, line: str) -> None:
+        module = self._current_module()
+        match = _SECTION_ENTRY.match(line)
+        assert match is not None
+        key, value = int(match.group(1)), match.group(2)
+        tables = module.stack_frames
+        from hloscope.parsers.attributes import key_values, unquote
+
+        try:
+            if self.section == "FileNames":
+                tables.file_names[key] = unquote(value)
+            elif self.section == "FunctionNames":
+                tables.function_names[key] = unquote(value)
+            elif self.section == "FileLocations":
+                tables.file_locations[key] = key_values(value)
+            else:
+                tables.stack_frames[key] = key_values(value)
+        except TextSyntaxError as error:
+            raise self._located(line, self.line_number, match.start(2) + error.offset,
+                                f"{self.section} entry: {error.message}") from None
+
+    def _computation_header(self, text: str, line_number: int) -> None:
+        match = _COMPUTATION_HEADER.match(text)
+        if not match:
+            raise self._located(text, line_number, _first_nonblank(text),
+                                "expected a computation header 'name (params) -> shape {'")
+        module = self._current_module()
+        name = match.group(2)
+        if name in module.computations:
+            raise self._located(text, line_number, match.start(2),
+                                f"computation {name} is defined twice")
+        parameters = self._header_parameters(text, match, line_number)
+        computation = Computation(name=name, line=line_number, is_entry=bool(match.group(1)),
+                                  header_parameters=parameters,
+                                  header_result=" ".join((match.group(4) or "").split()))
+        if computation.is_entry:
+            if module.entry_name and module.computations[module.entry_name].is_entry:
+                raise self._located(text, line_number, match.start(1),
+                                    "a second ENTRY computation in one module")
+            module.entry_name = name
+        module.computations[name] = computation
+        self.computation = computation
+        self._root_seen = False
+
+    def _header_parameters(self, text: str, match: re.Match[str], line_number: int) -> tuple[tuple[str, str], ...]:
+        if not match.group(3):
+            return ()
+        start, end = match.start(3), match.end(3) - 1
+        found = []
+        try:
+            for item_start, item_end in split_top_level(text, start + 1, end):
+                name, colon, shape = text[item_start:item_end].partition(":")
+                if not colon:
+                    raise TextSyntaxError("expected 'name: shape'", item_start)
+                found.append((name.strip().lstrip("%"), " ".join(shape.split())))
+        except TextSyntaxError as error:
+            raise self._located(text, line_number, error.offset, error.message) from None
+        return tuple(found)
+
+    def _current_module(self) -> HloModule:
+        if self.module is None:
+            self.module = HloModule(name=PurePath(self.source).name.split(".")[0] or "module",
+                                    source=self.source, line=self.line_number,
+                                    has_header=False)
+        return self.module
+
+    def _close_module(self) -> None:
+        module = self.module
+        if module is None:
+            return
+        self.module = None
+        if not module.computations:
+            raise ParseError(f"module {module.name} has no computations",
+                             SourceLocation(self.source, module.line, 1), module.header_text)
+        if not module.entry_name or not module.computations[module.entry_name].is_entry:
+            module.entry_name = next(reversed(module.computations))
+            _check_unmarked_entry(module, self.line_number)
+        module.byte_size = self.module_bytes
+        self.modules.append(module)
+
+    # --- errors ----------------------------------------------------------------------------
+    def _located(self, text: str, line_number: int, offset: int, message: str) -> ParseError:
+        newlines = text.count("\n", 0, offset)
+        line_start = text.rfind("\n", 0, offset) + 1
+        line_end = text.find("\n", offset)
+        line_text = text[line_start : line_end if line_end >= 0 else len(text)]
+        where = f" (in computation {self.computation.name})" if self.computation else ""
+        return self._error(message + where, line_number + newlines, offset - line_start + 1,
+                           line_text)
+
+    def _error(self, message: str, line: int, column: int, line_text: str) -> ParseError:
+        return ParseError(message, SourceLocation(self.source, line, column), line_text)
+
+    def _truncated_statement(self) -> None:
+        text = "".join(self._pending)
+        last = self._pending[-1].rstrip("\n")
+        inside = (f" inside computation {self.computation.name} (opened at line "
+                  f"{self.computation.line})" if self.computation else "")
+        raise self._error(
+            f"unexpected end of input: the statement starting at line {self._pending_line} is "
+            f"not complete{inside}; the text appears truncated",
+            self.line_number, len(last) + 1, last or text.splitlines()[-1])
+
+    def _truncated_computation(self) -> None:
+        computation = self.computation
+        assert computation is not None
+        after = (f" after instruction {computation.instructions[-1].name}"
+                 if computation.instructions else "")
+        raise self._error(
+            f"unexpected end of input: computation {computation.name} (opened at line "
+            f"{computation.line}) is not closed; the text ends{after} and appears truncated",
+            self.line_number, 1, "")
+
+
+def _check_unmarked_entry(module: HloModule, last_line: int) -> None:
+    """Without an ENTRY, the last computation is the entry: refuse it if the header disagrees."""
+    layout = module.entry_computation_layout
+    if layout is None:
+        return
+    candidate = module.entry
+    declared, actual = len(layout[0]), len(candidate.header_parameters)
+    if not candidate.header_result or declared == actual:
+        return
+    raise ParseError(
+        f"module {module.name} has no ENTRY computation: the text ends at line {last_line} after "
+        f"computation {candidate.name}, which takes {actual} parameter(s) while the header's "
+        f"entry_computation_layout declares {declared}; the ENTRY computation is missing and the "
+        f"text appears truncated",
+        SourceLocation(module.source, last_line, 1), "")
+
+
+def _first_nonblank(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _blanks(text: str, pos: int) -> int:
+    return len(text[pos:]) - len(text[pos:].lstrip())
+
+
+def parse_lines(lines: Iterable[str], source: str) -> list[HloModule]:
+    """Parses every module in `lines` (an open text file streams without being held in memory)."""
+    parser = TextParser(source)
+    for line in lines:
+        parser.feed(line)
+    return parser.finish()
+
+
+def parse_text(text: str, source: str = "<text>") -> list[HloModule]:
+    return parse_lines(text.splitlines(keepends=True), source)
+
