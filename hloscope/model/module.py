@@ -97,6 +97,7 @@ class HloModule:
     stack_frames: StackFrameTables = field(default_factory=StackFrameTables)
     has_header: bool = True
     byte_size: int = 0
+    alternatives: tuple[str, ...] = ()
     _header_spans: dict[str, tuple[int, int]] | None = None
 
     # --- structure -------------------------------------------------------------------------
@@ -191,7 +192,7 @@ class HloModule:
         if not raw:
             return ()
         donors = []
-        for pair in _PAIR.finditer(raw):
+        for pair in _PAIR.finditer(raw.strip()[1:-1]):
             donors.append((int(pair.group(1)), attr.int_list(pair.group(2))))
         return tuple(donors)
 
@@ -204,7 +205,7 @@ def _alias_entries(raw: str) -> list[tuple[tuple[int, ...], int, tuple[int, ...]
     return [
         (attr.int_list(m.group(1)), int(m.group(2)), attr.int_list(m.group(3)),
          m.group(4) or "may-alias")
-        for m in _ALIAS.finditer(raw)
+        for m in _ALIAS.finditer(raw.strip()[1:-1])
     ]
 
 

@@ -74,6 +74,14 @@ class TextParser:
     def feed(self, line: str) -> None:
         self.line_number += 1
         self.module_bytes += len(line)
+        if self.computation is not None and not self._pending and not self._in_block_comment:
+            match = _FAST_INSTRUCTION.match(line)
+            if match and _simple_complete_line(line):
+                self._add_fast(match, line)
+                return
+        self._feed_general(line)
+
+    def _feed_general(self, line: str) -> None:
         if self._in_block_comment or "/*" in line:
             line = self._blank_block_comments(line)
         stripped = line.lstrip()
@@ -182,11 +190,17 @@ class TextParser:
                                 "expected an instruction 'name = shape opcode(operands)'")
 
     def _add_fast(self, match: re.Match[str], line: str) -> None:
-        is_root = match.group(1) is not None
-        shape_text = self._intern.setdefault(match.group(3), match.group(3))
-        opcode = self._intern.setdefault(match.group(4), match.group(4))
-        self._append(Instruction(match.group(2), opcode, shape_text, line, match.start(5),
-                                 match.end(5), self.line_number, is_root, self.source))
+        root, name, shape_text, opcode = match.group(1, 2, 3, 4)
+        intern = self._intern
+        shape_text = intern.setdefault(shape_text, shape_text)
+        opcode = intern.setdefault(opcode, opcode)
+        start, end = match.span(5)
+        instruction = Instruction(name, opcode, shape_text, line, start, end, self.line_number,
+                                  root is not None, self.source)
+        if root is not None:
+            self._append(instruction)
+        else:
+            self.computation.instructions.append(instruction)  # type: ignore[union-attr]
 
     def _append(self, instruction: Instruction) -> None:
         computation = self.computation
@@ -412,6 +426,18 @@ def _check_unmarked_entry(module: HloModule, last_line: int) -> None:
         f"entry_computation_layout declares {declared}; the ENTRY computation is missing and the "
         f"text appears truncated",
         SourceLocation(module.source, last_line, 1), "")
+
+
+def _simple_complete_line(line: str) -> bool:
+    """A one-line statement with balanced brackets and no comments (the overwhelmingly common
+    case); anything else takes the careful path, which also handles strings holding brackets."""
+    return (
+        line.count("{") == line.count("}")
+        and line.count("(") == line.count(")")
+        and "//" not in line
+        and "/*" not in line
+        and not line.rstrip().endswith((",", "=", "{", "(", "["))
+    )
 
 
 def _first_nonblank(text: str) -> int:

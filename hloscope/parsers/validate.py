@@ -1,0 +1,56 @@
+"""Deep validation: parse everything the loader leaves for later and check every reference.
+
+Loading checks the structure of every statement; this goes further, as XLA's parser does: every
+shape, operand list and attribute list parses, typed attributes have the form their key implies,
+operands name instructions of the same computation, and called computations exist.
+"""
+from __future__ import annotations
+
+from hloscope.model.instruction import Instruction
+from hloscope.model.module import Computation, HloModule
+
+_TYPED_ACCESSORS = {
+    "dimensions": "dimensions",
+    "lhs_contracting_dims": "lhs_contracting_dims",
+    "rhs_contracting_dims": "rhs_contracting_dims",
+    "lhs_batch_dims": "lhs_batch_dims",
+    "rhs_batch_dims": "rhs_batch_dims",
+    "window": "window",
+    "dim_labels": "dim_labels",
+    "feature_group_count": "feature_group_count",
+    "batch_group_count": "batch_group_count",
+    "metadata": "metadata",
+    "frontend_attributes": "frontend_attributes",
+    "backend_config": "backend_config",
+    "control-predecessors": "control_predecessors",
+}
+
+
+def validate(module: HloModule) -> None:
+    """Raises ParseError at the first malformed or dangling piece of the module."""
+    module.entry_computation_layout  # noqa: B018  (parsing is the check)
+    module.input_output_alias  # noqa: B018
+    for computation in module.computations.values():
+        _validate_computation(module, computation)
+
+
+def _validate_computation(module: HloModule, computation: Computation) -> None:
+    names = {instruction.name for instruction in computation.instructions}
+    for instruction in computation.instructions:
+        instruction.shape  # noqa: B018
+        for operand in instruction.operands:
+            if operand not in names:
+                raise instruction.error(f"operand {operand} is not defined in computation "
+                                        f"{computation.name}", instruction.operands_start)
+        _validate_attributes(module, instruction)
+
+
+def _validate_attributes(module: HloModule, instruction: Instruction) -> None:
+    present = set(instruction.attribute_names)
+    for key, accessor in _TYPED_ACCESSORS.items():
+        if key in present:
+            getattr(instruction, accessor)
+    for called in instruction.called_computations:
+        if called not in module.computations:
+            offset = instruction.text.find(called, instruction.operands_end)
+            raise instruction.error(f"computation {called} is not defined", max(offset, 0))

@@ -1,0 +1,63 @@
+"""Shared test fixtures: where the corpus (../shared) and the committed fixtures live."""
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+CORPUS = SHARED / "corpus"
+FIXTURES = REPO / "fixtures"
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    path: Path
+    modules: str
+    scheduled: bool
+    xla_parses: bool
+    complete: bool
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+
+def corpus_files() -> list[CorpusFile]:
+    """The MANIFEST.tsv rows, or [] when ../shared is absent (see require_corpus)."""
+    manifest = CORPUS / "MANIFEST.tsv"
+    if not manifest.exists():
+        return []
+    with manifest.open() as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    return [
+        CorpusFile(
+            path=CORPUS / row["file"],
+            modules=row["modules"],
+            scheduled=row["scheduled"] == "yes",
+            xla_parses=row["xla_0.10.2_parses"] == "yes",
+            complete=row["complete"] == "yes",
+        )
+        for row in rows
+    ]
+
+
+def require_corpus() -> None:
+    """Skips when ../shared/corpus is absent, except under CI=true where that is a failure."""
+    if (CORPUS / "MANIFEST.tsv").exists():
+        return
+    message = f"the shared corpus is absent ({CORPUS}); it sits beside the repository as ../shared"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def corpus_params(complete: bool) -> list:
+    files = [f for f in corpus_files() if f.complete == complete]
+    if not files:
+        return [pytest.param(None, id="corpus-absent")]
+    return [pytest.param(f, id=f.id) for f in files]
