@@ -10,6 +10,10 @@ from hloscope.parsers.shape_text import parse_shape_prefix
 _PRINTED = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*")
 
 
+_ASYNC_OPCODES = {"kAsyncStart": "async-start", "kAsyncUpdate": "async-update",
+                  "kAsyncDone": "async-done"}
+
+
 @dataclass(frozen=True)
 class OracleInstruction:
     name: str
@@ -53,4 +57,63 @@ def _oracle_instruction(printed: str, name: str, opcode: object) -> OracleInstru
     _, end = parse_shape_prefix(printed, head.end())
     shape_text = " ".join(printed[head.end():end].split())
     opcode_name = printed[end:].split("(", 1)[0].strip()
+    # XLA prints async ops by what they wrap (`custom-call-start`); the opcode is async-start.
+    opcode_name = _ASYNC_OPCODES.get(str(opcode).rsplit(".", 1)[-1], opcode_name)
     return OracleInstruction(name, opcode_name, shape_text)
+
+
+# Opcodes newer than the pinned XLA: replaced by a variadic one it knows, for the oracle only,
+# with the attributes only the newer opcode has.
+_NEWER_OPCODES = {"collective-reduce": "all-reduce"}
+_NEWER_ATTRIBUTES = (", has_dynamic_root=true",)
+
+
+def compare_with_xla(text: str, source: str) -> list[str]:
+    """Disagreements between hloscope and XLA on every module of `text` (empty when none)."""
+    from hloscope.parsers.shape_text import parse_shape
+    from hloscope.parsers.text import parse_text
+
+    ours = parse_text(text, source)
+    texts = split_modules(text)
+    assert len(texts) == len(ours), f"{len(texts)} module texts, {len(ours)} modules parsed"
+    problems: list[str] = []
+    for module_text, module in zip(texts, ours):
+        for newer, older in _NEWER_OPCODES.items():
+            module_text = module_text.replace(f" {newer}(", f" {older}(")
+        for attribute in _NEWER_ATTRIBUTES:
+            module_text = module_text.replace(attribute, "")
+        reference = xla_parse(module_text)
+        if set(reference) != set(module.computations):
+            problems.append(f"{module.name}: computations differ: "
+                            f"{sorted(set(reference) ^ set(module.computations))}")
+            continue
+        for name, expected in reference.items():
+            mine = module.computations[name].instructions
+            if len(expected) != len(mine):
+                problems.append(f"{name}: {len(expected)} instructions in XLA, {len(mine)} here")
+                continue
+            for want, got in zip(expected, mine):
+                opcode = _NEWER_OPCODES.get(got.opcode, got.opcode)
+                if not _same_name(want.name, got.name) or want.opcode != opcode:
+                    problems.append(f"{name}/{got.name}: {want.name} {want.opcode} vs {opcode}")
+                elif not same_shape(parse_shape(want.shape_text), got.shape):
+                    problems.append(f"{name}/{got.name}: {want.shape_text} vs {got.shape_text}")
+    return problems
+
+
+def _same_name(xla_name: str, our_name: str) -> bool:
+    """XLA's parser makes names unique module-wide by renumbering their last `.N` suffix."""
+    stem = re.sub(r"\.\d+$", "", our_name)
+    return xla_name == our_name or re.fullmatch(re.escape(stem) + r"(\.\d+)?", xla_name) is not None
+
+
+def same_shape(xla_shape, our_shape) -> bool:
+    """Equal, where a shape written without a layout gets XLA's default one (descending)."""
+    if xla_shape.is_tuple or our_shape.is_tuple:
+        return (xla_shape.is_tuple and our_shape.is_tuple
+                and len(xla_shape.tuple_shapes) == len(our_shape.tuple_shapes)
+                and all(same_shape(a, b) for a, b in zip(xla_shape.tuple_shapes,
+                                                         our_shape.tuple_shapes)))
+    if our_shape.layout is None:
+        return xla_shape.without_layout() == our_shape.without_layout()
+    return xla_shape == our_shape

@@ -53,7 +53,8 @@ class Layout:
     extra: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        items = "".join("T(" + ",".join(_tile_dim(d) for d in t) + ")" for t in self.tiles)
+        items = "T" + "".join("(" + ",".join(map(_tile_dim, t)) + ")" for t in self.tiles) \
+            if self.tiles else ""
         if self.tail_padding_alignment != 1:
             items += f"L({self.tail_padding_alignment})"
         if self.element_size_in_bits:
