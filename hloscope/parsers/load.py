@@ -57,7 +57,12 @@ def load_file(path: Path) -> list[HloModule]:
     except OSError as error:
         raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
     with handle:
-        return _parse_stream(handle, str(path))
+        try:
+            return _parse_stream(handle, str(path))
+        except ParseError as error:
+            if error.message.startswith(NOT_UTF8):
+                raise _locate_decode_error(path) from None
+            raise
 
 
 def _parse_stream(lines: Iterable[str], source: str) -> list[HloModule]:
@@ -65,13 +70,31 @@ def _parse_stream(lines: Iterable[str], source: str) -> list[HloModule]:
     try:
         return parse_lines(counter, source)
     except UnicodeDecodeError:
-        raise ParseError("not UTF-8 text: is this an HLO text file?",
+        raise ParseError(f"{NOT_UTF8}: is this an HLO text file?",
                          SourceLocation(source, counter.count + 1, 1)) from None
     except (gzip.BadGzipFile, EOFError) as error:
         raise ParseError(f"damaged gzip data: {error}",
                          SourceLocation(source, counter.count + 1, 1)) from None
     except OSError as error:
         raise InputError(f"{source}: cannot read: {error.strerror or error}") from None
+
+
+NOT_UTF8 = "not UTF-8 text"
+
+
+def _locate_decode_error(path: Path) -> ParseError:
+    """The exact line and column of the first byte that is not UTF-8."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                shown = raw[: error.start].decode("utf-8", "replace")
+                return ParseError(f"{NOT_UTF8} (byte 0x{raw[error.start]:02x}): is this an HLO "
+                                  "text file?", SourceLocation(str(path), number, error.start + 1),
+                                  shown + "?")
+    return ParseError(f"{NOT_UTF8}: is this an HLO text file?", SourceLocation(str(path), 1, 1))
 
 
 class _LineCounter:

@@ -29,13 +29,13 @@ from hloscope.parsers.scan import (
     split_top_level,
     strip_line_comment,
 )
-from hloscope.parsers.shape_text import TextSyntaxError, parse_shape_prefix
+from hloscope.parsers.shape_text import TextSyntaxError, parse_shape, parse_shape_prefix
 
 _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _ARRAY_SHAPE = r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?"
 _FAST_INSTRUCTION = re.compile(
     r"[ \t]*(ROOT[ \t]+)?" + _NAME + r"[ \t]*=[ \t]*(" + _ARRAY_SHAPE + r")[ \t]+"
-    r"([a-z][a-z0-9\-]*)\(([^()\"]*)\)"
+    r"([a-z][a-z0-9\-]*)\(([^()\"]*)\)(?=[ \t]*(?:,|\r?\n?$))"
 )
 _INSTRUCTION_START = re.compile(
     r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*(?:\(|[a-z][a-z0-9]*\[)"
@@ -192,7 +192,10 @@ class TextParser:
     def _add_fast(self, match: re.Match[str], line: str) -> None:
         root, name, shape_text, opcode = match.group(1, 2, 3, 4)
         intern = self._intern
-        shape_text = intern.setdefault(shape_text, shape_text)
+        if shape_text not in intern:
+            self._check_shape(line, match.start(3), shape_text)
+            intern[shape_text] = shape_text
+        shape_text = intern[shape_text]
         opcode = intern.setdefault(opcode, opcode)
         start, end = match.span(5)
         instruction = Instruction(name, opcode, shape_text, line, start, end, self.line_number,
@@ -201,6 +204,14 @@ class TextParser:
             self._append(instruction)
         else:
             self.computation.instructions.append(instruction)  # type: ignore[union-attr]
+
+    def _check_shape(self, line: str, start: int, shape_text: str) -> None:
+        """Parses each distinct shape text once, so a bad shape fails at load time."""
+        try:
+            parse_shape(shape_text)
+        except TextSyntaxError as error:
+            raise self._located(line, self.line_number, start + error.offset,
+                                error.message) from None
 
     def _append(self, instruction: Instruction) -> None:
         computation = self.computation
