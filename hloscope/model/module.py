@@ -80,7 +80,8 @@ class StackFrameTables:
             function_name=self.function_names.get(int(location.get("function_name_id", 0)), ""),
             line=int(location.get("line", 0)),
             column=int(location.get("column", 0)),
-            parent_frame_id=int(frame.get("parent_frame_id", 0)),
+            # XLA 0.10.2 prints the parent's id plus one (a root frame, parent 0, prints 1).
+            parent_frame_id=max(int(frame.get("parent_frame_id", 0)) - 1, 0),
         )
 
 
@@ -119,6 +120,14 @@ class HloModule:
         for computation in self.computations.values():
             for instruction in computation.instructions:
                 yield computation, instruction
+
+    def source_location(self, instruction: Instruction) -> tuple[str, int]:
+        """(file, line) an instruction comes from: its metadata, else its stack frame."""
+        metadata = instruction.metadata
+        if metadata.source_file:
+            return metadata.source_file, metadata.source_line
+        frame = self.stack_frames.frame(metadata.stack_frame_id)
+        return (frame.file_name, frame.line) if frame else ("", 0)
 
     # --- header attributes -----------------------------------------------------------------
     def raw_attribute(self, key: str) -> str | None:
