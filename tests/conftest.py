@@ -8,6 +8,13 @@ from pathlib import Path
 
 import pytest
 
+# JAX runs on the CPU in tests; TPU/GPU targets are compiled deviceless in subprocesses that
+# inherit these (libtpu's metadata-server probes are switched off).
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+for _key, _value in {"TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v5litepod-4",
+                     "TPU_WORKER_HOSTNAMES": "localhost", "TPU_WORKER_ID": "0"}.items():
+    os.environ.setdefault(_key, _value)
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 CORPUS = SHARED / "corpus"

@@ -1,0 +1,25 @@
+"""Every committed fixture module parses, validates, and agrees with XLA's own parser."""
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES
+from xla_oracle import compare_with_xla, xla_available
+
+import hloscope
+from hloscope.parsers.validate import validate
+
+FIXTURE_HLO = sorted(FIXTURES.glob("**/*_optimizations.txt"))
+
+
+def test_fixtures_exist() -> None:
+    assert FIXTURE_HLO, f"no HLO fixtures under {FIXTURES}: run fixtures/make_fixtures.py"
+
+
+@pytest.mark.parametrize("path", FIXTURE_HLO, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixture_parses_and_agrees_with_xla(path) -> None:
+    module = hloscope.load(path)
+    validate(module)
+    assert module.is_scheduled == ("after_optimizations" in path.name)
+    if not xla_available():
+        pytest.skip("jaxlib is not importable: XLA's parser is the oracle here")
+    assert compare_with_xla(path.read_text(), str(path)) == []
