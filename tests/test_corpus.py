@@ -10,7 +10,6 @@ from xla_oracle import compare_with_xla, xla_available
 
 import hloscope
 from hloscope.errors import ParseError
-from hloscope.model.opcodes import is_known
 from hloscope.parsers.validate import validate
 
 

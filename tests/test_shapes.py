@@ -79,7 +79,8 @@ def array_shapes(draw: st.DrawFn) -> str:
     order = draw(st.permutations(list(range(rank))))
     items = ""
     if not dynamic and draw(st.booleans()):
-        items += draw(st.sampled_from(["T(8,128)", "T(8,128)(2,1)", "T(128)", "T(4,128)", "T(1024)"]))
+        items += draw(st.sampled_from(["T(8,128)", "T(8,128)(2,1)", "T(128)", "T(4,128)",
+                                       "T(1024)"]))
     if element_type in _SUB_BYTE and draw(st.booleans()):
         items += f"E({_SUB_BYTE[element_type]})"
     if draw(st.booleans()):

@@ -1,4 +1,4 @@
-"""XLA's own C++ HLO parser (jaxlib._hlo, a private API) as a test oracle; never a runtime dependency."""
+"""XLA's own C++ HLO parser (jaxlib._hlo, a private API) as a test oracle, never a dependency."""
 from __future__ import annotations
 
 import re
@@ -34,7 +34,7 @@ def split_modules(text: str) -> list[str]:
     starts = [m.start() for m in re.finditer(r"(?m)^HloModule\b", text)]
     if len(starts) <= 1:
         return [text]
-    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)], strict=True)]
 
 
 def xla_parse(text: str) -> dict[str, list[OracleInstruction]]:
@@ -77,7 +77,7 @@ def compare_with_xla(text: str, source: str) -> list[str]:
     texts = split_modules(text)
     assert len(texts) == len(ours), f"{len(texts)} module texts, {len(ours)} modules parsed"
     problems: list[str] = []
-    for module_text, module in zip(texts, ours):
+    for module_text, module in zip(texts, ours, strict=True):
         for newer, older in _NEWER_OPCODES.items():
             module_text = module_text.replace(f" {newer}(", f" {older}(")
         for attribute in _NEWER_ATTRIBUTES:
@@ -92,7 +92,7 @@ def compare_with_xla(text: str, source: str) -> list[str]:
             if len(expected) != len(mine):
                 problems.append(f"{name}: {len(expected)} instructions in XLA, {len(mine)} here")
                 continue
-            for want, got in zip(expected, mine):
+            for want, got in zip(expected, mine, strict=True):
                 opcode = _NEWER_OPCODES.get(got.opcode, got.opcode)
                 if not _same_name(want.name, got.name) or want.opcode != opcode:
                     problems.append(f"{name}/{got.name}: {want.name} {want.opcode} vs {opcode}")
@@ -113,7 +113,7 @@ def same_shape(xla_shape, our_shape) -> bool:
         return (xla_shape.is_tuple and our_shape.is_tuple
                 and len(xla_shape.tuple_shapes) == len(our_shape.tuple_shapes)
                 and all(same_shape(a, b) for a, b in zip(xla_shape.tuple_shapes,
-                                                         our_shape.tuple_shapes)))
+                                                         our_shape.tuple_shapes, strict=True)))
     if our_shape.layout is None:
         return xla_shape.without_layout() == our_shape.without_layout()
     return xla_shape == our_shape

@@ -1,4 +1,4 @@
-"""`inspect`: what a module is — its size, its op mix, and the bytes of its parameters and outputs."""
+"""`inspect`: what a module is — its size, its op mix, and its parameter and output bytes."""
 from __future__ import annotations
 
 from collections import Counter

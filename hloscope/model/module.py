@@ -1,9 +1,9 @@
 """Computations and modules: the containers the text parser fills and every analysis reads.
 
-A computation keeps its instructions in text order, which in a scheduled module (`is_scheduled=true`)
-is the schedule. The module keeps its header attributes verbatim and parses them on demand, and
-the stack-frame tables newer XLA prints after the header (FileNames, FunctionNames, FileLocations,
-StackFrames) so that `stack_frame_id` in metadata resolves to a source file and line.
+A computation keeps its instructions in text order, which in a scheduled module
+(`is_scheduled=true`) is the schedule. The module keeps its header attributes verbatim and parses
+them on demand, and the stack-frame tables newer XLA prints after the header (FileNames,
+FunctionNames, FileLocations, StackFrames) so that `stack_frame_id` resolves to a file and line.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hloscope.parsers.shape_text import TextSyntaxError, parse_shape, parse_shap
 
 @dataclass(slots=True)
 class Computation:
-    """A named list of instructions; `parameters` come from the header `(p: shape, ...) -> shape`."""
+    """A named list of instructions; the header gives `(p: shape, ...) -> shape`."""
 
     name: str
     line: int
@@ -87,7 +87,7 @@ class StackFrameTables:
 
 @dataclass(slots=True)
 class HloModule:
-    """A parsed HLO module. `entry` is the ENTRY computation, or the last one when none is marked."""
+    """A parsed HLO module; `entry` is the ENTRY computation, else the last computation."""
 
     name: str
     source: str

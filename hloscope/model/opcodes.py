@@ -5,10 +5,10 @@ instruction; analyses list it as unknown rather than guess what it does.
 """
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class OpCategory(str, Enum):
+class OpCategory(StrEnum):
     MATMUL = "matmul/conv"
     ELEMENTWISE = "elementwise"
     REDUCTION = "reduction"

@@ -188,7 +188,7 @@ def _unescape_one(match: re.Match[bytes]) -> bytes:
 
 
 def key_values(value: str) -> dict[str, str]:
-    """`{op_name="a" source_line=3}` or `{k="v",k2="v2"}` -> {'op_name': 'a', 'source_line': '3'}."""
+    """`{op_name="a" source_line=3}` or `{k="v",k2="v2"}` -> {'op_name': 'a', ...}."""
     body = value.strip()
     if body.startswith("{") and body.endswith("}"):
         body = body[1:-1]

@@ -52,8 +52,7 @@ def load_file(path: Path) -> list[HloModule]:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     try:
-        handle = gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(
-            path, encoding="utf-8")
+        handle = _open_text(path)
     except OSError as error:
         raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
     with handle:
@@ -63,6 +62,12 @@ def load_file(path: Path) -> list[HloModule]:
             if error.message.startswith(NOT_UTF8):
                 raise _locate_decode_error(path) from None
             raise
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")  # noqa: SIM115  (closed by the caller)
+    return open(path, encoding="utf-8")  # noqa: SIM115
 
 
 def _parse_stream(lines: Iterable[str], source: str) -> list[HloModule]:

@@ -68,12 +68,14 @@ class TextParser:
         self._pending_balance = 0
         self._root_seen = False
         self._in_block_comment = False
+        self._last_line = ""
         self._intern: dict[str, str] = {}
 
     # --- driving ---------------------------------------------------------------------------
     def feed(self, line: str) -> None:
         self.line_number += 1
         self.module_bytes += len(line)
+        self._last_line = line
         if self.computation is not None and not self._pending and not self._in_block_comment:
             match = _FAST_INSTRUCTION.match(line)
             if match and _simple_complete_line(line):
@@ -352,7 +354,8 @@ class TextParser:
         self.computation = computation
         self._root_seen = False
 
-    def _header_parameters(self, text: str, match: re.Match[str], line_number: int) -> tuple[tuple[str, str], ...]:
+    def _header_parameters(self, text: str, match: re.Match[str],
+                           line_number: int) -> tuple[tuple[str, str], ...]:
         if not match.group(3):
             return ()
         start, end = match.start(3), match.end(3) - 1
@@ -416,10 +419,11 @@ class TextParser:
         assert computation is not None
         after = (f" after instruction {computation.instructions[-1].name}"
                  if computation.instructions else "")
+        last = self._last_line.rstrip("\n")
         raise self._error(
             f"unexpected end of input: computation {computation.name} (opened at line "
             f"{computation.line}) is not closed; the text ends{after} and appears truncated",
-            self.line_number, 1, "")
+            self.line_number, len(last) + 1, last)
 
 
 def _check_unmarked_entry(module: HloModule, last_line: int) -> None:

@@ -1,0 +1,301 @@
+"""Per-instruction cost rules, following XLA's HloCostAnalysis (xla/service/hlo_cost_analysis.cc).
+
+Each rule sees one instruction with its shape and operand shapes (a `Site`) and returns its Cost.
+The defaults are XLA's: an instruction reads its operands and writes its output (`bytes accessed`
+= output size + operand sizes, see sizes.py), and does no FLOPs. Exceptions, as in XLA:
+
+- elementwise ops do one FLOP per output element; exp, log, logistic, power, sqrt, cbrt, rsqrt,
+  tanh, sin, cos, tan, expm1, log1p, atan2 and erf count a transcendental instead; rng counts one
+  transcendental per element;
+- dot: 2 x output elements x the product of the lhs contracting dimensions; convolution: see
+  convolution.py; fft, triangular-solve, cholesky and sort have XLA's closed forms;
+- reduce, reduce-window, select-and-scatter, map and scatter apply their called computation's
+  FLOPs once per application (reduce: input elements - output elements);
+- all-reduce does one FLOP per output element;
+- parameter, constant, get-tuple-element, bitcast, after-all, add-dependency and domain touch no
+  memory; a tuple writes its pointer table; slice, dynamic-slice and gather read only what they
+  output (plus the indices); dynamic-update-slice and scatter touch only the updated part; a
+  transpose that only relabels dimensions is a bitcast.
+
+Calls, loops, conditionals, async starts, fusions and custom-calls are in analysis.py and
+custom_calls.py. `collective_bytes` is hloscope's own column (XLA has none): the payload of a
+collective, the larger of what a participant sends and what it receives; the wire traffic depends
+on the algorithm and the group size and is not modelled.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hloscope.analyses.cost.convolution import FMA_FLOPS, convolution_flops
+from hloscope.analyses.cost.sizes import first_array, leaf_bytes, leaf_elements, xla_size
+from hloscope.analyses.cost.vector import ZERO, Cost
+from hloscope.model.instruction import Instruction
+from hloscope.model.shape import Shape
+
+XLA_TRANSCENDENTAL = frozenset({
+    "erf", "exponential", "log", "logistic", "power", "sqrt", "cbrt", "rsqrt", "tanh", "sine",
+    "cosine", "exponential-minus-one", "log-plus-one", "atan2", "tan",
+})
+XLA_ELEMENTWISE = XLA_TRANSCENDENTAL | frozenset({
+    "abs", "add", "and", "bitcast-convert", "ceil", "clamp", "compare", "complex", "convert",
+    "count-leading-zeros", "divide", "floor", "imag", "is-finite", "maximum", "minimum",
+    "multiply", "negate", "not", "or", "popcnt", "real", "reduce-precision", "remainder",
+    "round-nearest-afz", "round-nearest-even", "select", "shift-left", "shift-right-arithmetic",
+    "shift-right-logical", "sign", "stochastic-convert", "subtract", "xor",
+})
+NO_MEMORY = frozenset({
+    "parameter", "constant", "get-tuple-element", "bitcast", "after-all", "add-dependency",
+    "domain",
+})
+
+
+@dataclass(slots=True)
+class Site:
+    """An instruction being costed, with what its rule may need."""
+
+    instruction: Instruction
+    shape: Shape
+    operand_shapes: list[Shape]
+    called_cost: Callable[[str], Cost]
+
+    def default_bytes(self) -> int:
+        return xla_size(self.shape) + sum(xla_size(s) for s in self.operand_shapes)
+
+    def operand_size(self, index: int) -> int:
+        return xla_size(self.operand_shapes[index]) if index < len(self.operand_shapes) else 0
+
+    def applied(self, key: str, times: int) -> Cost:
+        """The FLOPs of the computation named by attribute `key`, applied `times` times."""
+        name = self.instruction.called_computation(key)
+        return self.called_cost(name).compute_only().scaled(times) if name else ZERO
+
+
+Rule = Callable[[Site], Cost]
+
+
+def elementwise(site: Site) -> Cost:
+    count = site.shape.element_count
+    if site.instruction.opcode in XLA_TRANSCENDENTAL:
+        return Cost(transcendentals=count, bytes_accessed=site.default_bytes())
+    return Cost(flops=count, bytes_accessed=site.default_bytes())
+
+
+def default(site: Site) -> Cost:
+    return Cost(bytes_accessed=site.default_bytes())
+
+
+def no_memory(site: Site) -> Cost:
+    return ZERO
+
+
+def tuple_rule(site: Site) -> Cost:
+    return Cost(bytes_accessed=xla_size(site.shape))
+
+
+def dot(site: Site) -> Cost:
+    lhs = site.operand_shapes[0]
+    width = math.prod(lhs.dimensions[d] for d in site.instruction.lhs_contracting_dims)
+    return Cost(flops=FMA_FLOPS * site.shape.element_count * width,
+                bytes_accessed=site.default_bytes())
+
+
+def ragged_dot(site: Site) -> Cost:
+    """XLA deletes result dimensions 0..g-1 (g = number of rhs group dimensions) first."""
+    groups = len(site.instruction.int_list_attribute("rhs_group_dims") or ())
+    dims = list(site.shape.dimensions)
+    for i in range(groups):
+        del dims[i]
+    lhs = site.operand_shapes[0]
+    width = math.prod(lhs.dimensions[d] for d in site.instruction.lhs_contracting_dims)
+    return Cost(flops=FMA_FLOPS * math.prod(dims) * width, bytes_accessed=site.default_bytes())
+
+
+def convolution(site: Site) -> Cost:
+    lhs, rhs = site.operand_shapes[0], site.operand_shapes[1]
+    flops = convolution_flops(site.instruction, lhs, rhs, site.shape)
+    return Cost(flops=flops, bytes_accessed=site.default_bytes())
+
+
+def fft(site: Site) -> Cost:
+    real = first_array(site.operand_shapes[0])
+    log_factors = math.prod(max(n, 1).bit_length() - 1
+                            for n in site.instruction.int_list_attribute("fft_length") or ())
+    flops = FMA_FLOPS * 4 * log_factors * real.element_count
+    return Cost(flops=flops, bytes_accessed=site.default_bytes())
+
+
+def triangular_solve(site: Site) -> Cost:
+    a, b = site.operand_shapes[0], site.operand_shapes[1]
+    accessed = xla_size(site.shape) + xla_size(a) // 2 + xla_size(b)
+    return Cost(flops=FMA_FLOPS * a.dimensions[-1] * b.element_count, bytes_accessed=accessed)
+
+
+def cholesky(site: Site) -> Cost:
+    a = site.operand_shapes[0]
+    return Cost(flops=a.dimensions[-1] * a.element_count // 3,
+                bytes_accessed=2 * (xla_size(a) // 2))
+
+
+def sort(site: Site) -> Cost:
+    count = site.operand_shapes[0].element_count
+    log2_ceiling = (count - 1).bit_length() if count > 0 else 0
+    return Cost(flops=count * log2_ceiling, bytes_accessed=site.default_bytes())
+
+
+def rng(site: Site) -> Cost:
+    return Cost(transcendentals=site.shape.element_count, bytes_accessed=site.default_bytes())
+
+
+def rng_bit_generator(site: Site) -> Cost:
+    return Cost(transcendentals=leaf_elements(site.shape), bytes_accessed=site.default_bytes())
+
+
+def slice_rule(site: Site) -> Cost:
+    return Cost(bytes_accessed=2 * xla_size(site.shape))
+
+
+def dynamic_slice(site: Site) -> Cost:
+    return Cost(bytes_accessed=2 * xla_size(site.shape) + site.operand_size(1))
+
+
+def dynamic_update_slice(site: Site) -> Cost:
+    return Cost(bytes_accessed=2 * site.operand_size(1) + site.operand_size(2))
+
+
+def gather(site: Site) -> Cost:
+    return Cost(bytes_accessed=2 * xla_size(site.shape) + site.operand_size(1))
+
+
+def scatter(site: Site) -> Cost:
+    count = (len(site.operand_shapes) - 1) // 2
+    updates = site.operand_shapes[count + 1 :]
+    update_bytes = sum(xla_size(u) for u in updates)
+    accessed = 3 * update_bytes + site.operand_size(count)
+    applied = site.applied("to_apply", updates[0].element_count if updates else 0)
+    return applied.with_bytes(accessed)
+
+
+def reduce(site: Site) -> Cost:
+    count = site.operand_shapes[0].element_count - first_array(site.shape).element_count
+    return site.applied("to_apply", count).with_bytes(site.default_bytes())
+
+
+def map_rule(site: Site) -> Cost:
+    return site.applied("to_apply", site.shape.element_count).with_bytes(site.default_bytes())
+
+
+def reduce_window(site: Site) -> Cost:
+    window = site.instruction.window
+    window_elements = math.prod(d.size for d in window)
+    output_elements = first_array(site.shape).element_count
+    count = (window_elements - 1) * output_elements
+    broadcast_dim = _reduce_broadcast_dimension(site)
+    if broadcast_dim is not None:
+        span = site.shape.dimensions[broadcast_dim]
+        count = output_elements // span + (span - 1)
+    return site.applied("to_apply", count).with_bytes(site.default_bytes())
+
+
+def _reduce_broadcast_dimension(site: Site) -> int | None:
+    """The dimension of a reduce-window that is a reduce followed by a broadcast, as XLA spots it."""
+    window = site.instruction.window
+    reduced = [d for d in window if d.size != 1]
+    padded = [d for d in window if d.padding_low or d.padding_high]
+    if len(reduced) != 1 or len(padded) != 1 or site.shape.is_tuple:
+        return None
+    for i, d in enumerate(window):
+        if (d.size != 1 and d.padding_low and d.padding_high
+                and d.padding_low == d.padding_high and d.size == 2 * d.padding_low + 1):
+            return i if d.padding_low == site.shape.dimensions[i] - 1 else None
+    return None
+
+
+def select_and_scatter(site: Site) -> Cost:
+    source_elements = site.operand_shapes[1].element_count
+    window_elements = math.prod(d.size for d in site.instruction.window)
+    selects = site.applied("select", source_elements * (window_elements - 1))
+    scatters = site.applied("scatter", source_elements)
+    return (selects + scatters).with_bytes(site.default_bytes())
+
+
+def transpose(site: Site) -> Cost:
+    if is_bitcast_transpose(site.operand_shapes[0], site.shape,
+                            site.instruction.dimensions or ()):
+        return ZERO
+    return default(site)
+
+
+def is_bitcast_transpose(operand: Shape, result: Shape, permutation: tuple[int, ...]) -> bool:
+    """True when the transpose leaves the bytes in place (the layouts absorb the permutation)."""
+    if operand.element_type != result.element_type:
+        return False
+    in_order = _minor_to_major(operand)
+    out_order = _minor_to_major(result)
+    return [permutation[d] for d in out_order] == list(in_order)
+
+
+def _minor_to_major(shape: Shape) -> tuple[int, ...]:
+    if shape.layout is not None and shape.layout.minor_to_major:
+        return shape.layout.minor_to_major
+    return tuple(reversed(range(shape.rank)))
+
+
+def all_reduce(site: Site) -> Cost:
+    leaves = [leaf for _, leaf in site.shape.leaves() if leaf.is_array]
+    output_bytes = sum(xla_size(leaf) for leaf in leaves)
+    accessed = output_bytes + sum(xla_size(s) for s in site.operand_shapes)
+    return Cost(flops=sum(leaf.element_count for leaf in leaves), bytes_accessed=accessed,
+                collective_bytes=collective_payload(site))
+
+
+def collective(site: Site) -> Cost:
+    return Cost(bytes_accessed=site.default_bytes(), collective_bytes=collective_payload(site))
+
+
+def collective_payload(site: Site) -> int:
+    sent = sum(leaf_bytes(s) for s in site.operand_shapes)
+    opcode = site.instruction.opcode
+    if opcode == "all-gather-start" and site.shape.is_tuple and len(site.shape.tuple_shapes) > 1:
+        received = leaf_bytes(site.shape.tuple_shapes[1])
+    elif opcode in ("all-reduce-start", "collective-permute-start", "send"):
+        received = 0
+    elif opcode == "recv":
+        received = leaf_bytes(first_array(site.shape))
+    else:
+        received = leaf_bytes(site.shape)
+    return max(sent, received)
+
+
+def infeed(site: Site) -> Cost:
+    return Cost(bytes_accessed=leaf_bytes(site.shape))
+
+
+def outfeed(site: Site) -> Cost:
+    return Cost(bytes_accessed=sum(leaf_bytes(s) for s in site.operand_shapes))
+
+
+COLLECTIVES = frozenset({
+    "all-gather", "all-gather-start", "reduce-scatter", "all-to-all", "ragged-all-to-all",
+    "collective-broadcast", "collective-permute", "collective-permute-start", "send", "recv",
+})
+
+RULES: dict[str, Rule] = {
+    **dict.fromkeys(XLA_ELEMENTWISE, elementwise),
+    **dict.fromkeys(NO_MEMORY, no_memory),
+    **dict.fromkeys(COLLECTIVES, collective),
+    "tuple": tuple_rule, "dot": dot, "scaled-dot": dot, "ragged-dot": ragged_dot,
+    "convolution": convolution, "fft": fft, "triangular-solve": triangular_solve,
+    "cholesky": cholesky, "sort": sort, "rng": rng, "rng-bit-generator": rng_bit_generator,
+    "slice": slice_rule, "dynamic-slice": dynamic_slice,
+    "dynamic-update-slice": dynamic_update_slice, "gather": gather, "scatter": scatter,
+    "reduce": reduce, "map": map_rule, "reduce-window": reduce_window,
+    "select-and-scatter": select_and_scatter, "transpose": transpose,
+    "all-reduce": all_reduce, "all-reduce-start": all_reduce, "collective-reduce": all_reduce,
+    "infeed": infeed, "outfeed": outfeed,
+}
+
+
+def rule_for(opcode: str) -> Rule:
+    return RULES.get(opcode, default)

@@ -1,0 +1,43 @@
+"""Bytes of a shape as XLA's CPU cost analysis counts them (CpuExecutable::ShapeSizeBytes).
+
+An array is its packed data size (a sub-byte type takes a byte per element unless the layout
+packs it with `E(n)`; tiling adds nothing), plus four bytes per dimension when a dimension is
+dynamic (the size metadata). A tuple is its pointer table, eight bytes per element: the elements
+are counted where they are produced. A token takes nothing, an opaque value a pointer.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from hloscope.model.shape import Shape
+
+POINTER_BYTES = 8
+
+
+@lru_cache(maxsize=65536)
+def xla_size(shape: Shape) -> int:
+    if shape.is_tuple:
+        return POINTER_BYTES * len(shape.tuple_shapes)
+    if shape.element_type == "token":
+        return 0
+    if shape.element_type == "opaque":
+        return POINTER_BYTES
+    size = shape.byte_size
+    if any(shape.dynamic_dimensions):
+        size += 4 * len(shape.dimensions)
+    return size
+
+
+def leaf_bytes(shape: Shape) -> int:
+    """Sum of xla_size over the leaf arrays of a (possibly nested) tuple."""
+    return sum(xla_size(leaf) for _, leaf in shape.leaves())
+
+
+def leaf_elements(shape: Shape) -> int:
+    """Elements of every leaf array (XLA's ElementsInRecursive)."""
+    return sum(leaf.element_count for _, leaf in shape.leaves() if leaf.is_array)
+
+
+def first_array(shape: Shape) -> Shape:
+    """The shape itself, or a variadic op's first output (`shape.tuple_shapes(0)`)."""
+    return shape.tuple_shapes[0] if shape.is_tuple else shape

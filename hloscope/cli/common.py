@@ -1,0 +1,97 @@
+"""Options the subcommands share, and `emit`, the one way a command writes its report.
+
+    @click.command("inspect")
+    @hlo_input()                     # argument HLO (path, folder, .gz or -) and --module NAME
+    @output_options                  # --format, -o/--output FILE, --force
+    def command(hlo: HloInput, fmt: str, output: Path | None, force: bool) -> None:
+        emit(inspect_report(inspect(hlo.load())), fmt, output, force)
+
+`output_options` resolves the format (an explicit --format wins, else -o's suffix, else text) and
+refuses an existing -o FILE without --force before the command runs, so a long analysis never
+ends in a refusal. HLO input is only collected here; `HloInput.load()` calls the loader lazily.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from hloscope.reports.output import check_writable, write_report
+from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_names, resolve_format
+from hloscope.reports.report import Report
+
+if TYPE_CHECKING:
+    from hloscope.model.module import HloModule
+
+CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
+
+HLO_INPUT_HELP = ("an HLO text file, a .gz file, an XLA dump folder (its main "
+                  "after-optimizations module unless --module says), or - for standard input")
+
+
+def output_options(command: CommandFunction) -> CommandFunction:
+    """Adds --format, -o/--output and --force; passes `fmt` (a format name), `output`, `force`."""
+
+    @functools.wraps(command)
+    def checked(*args: Any, fmt: str | None, output: Path | None, force: bool,
+                **kwargs: Any) -> Any:
+        output = None if output is not None and str(output) == "-" else output
+        resolved = resolve_format(fmt, output).name
+        check_writable(output, force)
+        return command(*args, fmt=resolved, output=output, force=force, **kwargs)
+
+    checked = click.option("--force", is_flag=True,
+                           help="Overwrite the -o file if it exists.")(checked)
+    checked = click.option("-o", "--output", metavar="FILE", default=None,
+                           type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+                           help="Write the report to FILE instead of standard output.")(checked)
+    checked = click.option("--format", "fmt", default=None,
+                           type=click.Choice(format_names(), case_sensitive=False),
+                           help=f"Output format: {describe_formats()}. Default: {DEFAULT_FORMAT}, "
+                                "or the one -o FILE's suffix names.")(checked)
+    return checked  # type: ignore[return-value]
+
+
+def emit(report: Report, fmt: str | None, output: Path | None, force: bool) -> None:
+    """Writes `report` as `fmt` (None: inferred from `output`) to `output` or stdout."""
+    write_report(report, resolve_format(fmt, output), output, force)
+
+
+@dataclass(frozen=True, slots=True)
+class HloInput:
+    """Where a command reads HLO from: a path (file, .gz, dump folder) or "-" for stdin."""
+
+    source: str
+    module: str | None = None
+
+    def load(self) -> HloModule:
+        """Loads the selected module (InputError exit 3, ParseError exit 4)."""
+        from hloscope.parsers.load import load_input
+
+        return load_input("-" if self.source == "-" else Path(self.source), self.module)
+
+
+def hlo_input(*names: str) -> Callable[[CommandFunction], CommandFunction]:
+    """Adds one HLO argument per name (default "hlo") and --module NAME, and passes each as an
+    `HloInput` keyword of that name. `--module` applies to every input (e.g. diff's two)."""
+    arguments = names or ("hlo",)
+
+    def decorate(command: CommandFunction) -> CommandFunction:
+        @functools.wraps(command)
+        def collected(*args: Any, module: str | None, **kwargs: Any) -> Any:
+            for name in arguments:
+                kwargs[name] = HloInput(kwargs[name], module)
+            return command(*args, **kwargs)
+
+        collected = click.option("--module", metavar="NAME", default=None,
+                                 help="In a dump folder or multi-module file, read this module "
+                                      "(module name, file name or program id).")(collected)
+        for name in reversed(arguments):
+            collected = click.argument(name, metavar=name.upper())(collected)
+        return collected  # type: ignore[return-value]
+
+    return decorate

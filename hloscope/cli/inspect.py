@@ -1,0 +1,21 @@
+"""`hloscope inspect`: what a module is — counts, op mix, parameter and output bytes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hloscope.analyses.inspect import inspect
+from hloscope.cli.common import HloInput, emit, hlo_input, output_options
+from hloscope.reports.inspect import inspect_report
+
+
+@click.command("inspect")
+@hlo_input()
+@output_options
+def command(hlo: HloInput, fmt: str, output: Path | None, force: bool) -> None:
+    """Summarise an HLO module: computations, instructions, op counts, parameters and outputs.
+
+    HLO is an HLO text file, a .gz file, an XLA dump folder or - for standard input.
+    """
+    emit(inspect_report(inspect(hlo.load())), fmt, output, force)

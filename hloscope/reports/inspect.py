@@ -1,0 +1,77 @@
+"""The Report of `hloscope inspect`."""
+from __future__ import annotations
+
+from hloscope.analyses.inspect import BufferSummary, InspectResult
+from hloscope.reports.report import Column, Quantity, Report, Table
+
+_BUFFER_COLUMNS = [
+    Column("name", "name"),
+    Column("index", "index"),
+    Column("shape", "shape"),
+    Column("bytes", "bytes", "bytes"),
+    Column("padded_bytes", "padded", "bytes"),
+]
+
+
+def inspect_report(result: InspectResult) -> Report:
+    return Report(
+        name="inspect",
+        title=f"Module {result.module_name}",
+        summary=_summary(result),
+        tables=[_op_table(result), _category_table(result),
+                _buffer_table("parameters", "Entry parameters", result.parameters),
+                _buffer_table("outputs", "Outputs", result.outputs)],
+        notes=_notes(result),
+        data=result.to_dict(),
+    )
+
+
+def _summary(result: InspectResult) -> list:
+    return [
+        ("source", result.source),
+        ("scheduled", result.is_scheduled),
+        ("entry computation", result.entry_computation),
+        ("computations", result.computation_count),
+        ("instructions", result.instruction_count),
+        ("partitions x replicas", f"{result.num_partitions} x {result.replica_count}"),
+        ("parameter bytes", Quantity(result.parameter_bytes, "bytes")),
+        ("output bytes", Quantity(result.output_bytes, "bytes")),
+    ]
+
+
+def _op_table(result: InspectResult) -> Table:
+    rows = [{"opcode": op, "count": n, "share": n / max(result.instruction_count, 1)}
+            for op, n in result.op_counts.items()]
+    return Table("op_counts", "Instructions by opcode",
+                 [Column("opcode", "opcode"), Column("count", "count", "int"),
+                  Column("share", "share", "percent")], rows)
+
+
+def _category_table(result: InspectResult) -> Table:
+    rows = [{"category": c, "count": n, "share": n / max(result.instruction_count, 1)}
+            for c, n in result.category_counts.items()]
+    return Table("categories", "Instructions by category",
+                 [Column("category", "category"), Column("count", "count", "int"),
+                  Column("share", "share", "percent")], rows)
+
+
+def _buffer_table(name: str, title: str, buffers: list[BufferSummary]) -> Table:
+    return Table(name, title, _BUFFER_COLUMNS, [
+        {"name": b.name, "index": b.index, "shape": b.shape, "bytes": b.bytes,
+         "padded_bytes": b.padded_bytes} for b in buffers])
+
+
+def _notes(result: InspectResult) -> list[str]:
+    notes = []
+    if result.unknown_opcodes:
+        notes.append("opcodes unknown to hloscope, kept as generic instructions: "
+                     + ", ".join(result.unknown_opcodes))
+    if result.other_modules:
+        shown = ", ".join(result.other_modules[:10])
+        more = len(result.other_modules) - 10
+        notes.append(f"other modules in this input (pick one with --module): {shown}"
+                     + (f" and {more} more" if more > 0 else ""))
+    if not result.is_scheduled:
+        notes.append("the module is not scheduled (is_scheduled=true is absent): it is HLO before "
+                     "optimization, so memory analyses need the after-optimizations dump")
+    return notes
