@@ -61,6 +61,17 @@ class ParseError(HloscopeError):
         self.line_text = line_text
         super().__init__(self._render())
 
+    @classmethod
+    def in_text(cls, message: str, source: str, text: str, first_line: int,
+                offset: int) -> ParseError:
+        """An error at `offset` of `text`, a statement that starts at line `first_line`."""
+        newlines = text.count("\n", 0, offset)
+        line_start = text.rfind("\n", 0, offset) + 1
+        line_end = text.find("\n", offset)
+        line_text = text[line_start : line_end if line_end >= 0 else len(text)]
+        location = SourceLocation(source, first_line + newlines, offset - line_start + 1)
+        return cls(message, location, line_text)
+
     def _render(self) -> str:
         text = f"{self.location}: error: {self.message}"
         if self.line_text:

@@ -93,11 +93,8 @@ class Instruction:
         return SourceLocation(self.source, self.line + newlines, offset - line_start + 1)
 
     def error(self, message: str, offset: int) -> ParseError:
-        line_start = self.text.rfind("\n", 0, offset) + 1
-        line_end = self.text.find("\n", offset)
-        line_text = self.text[line_start : line_end if line_end >= 0 else len(self.text)]
-        return ParseError(f"{message} (in instruction {self.name})", self.location(offset),
-                          line_text)
+        return ParseError.in_text(f"{message} (in instruction {self.name})", self.source,
+                                  self.text, self.line, offset)
 
     # --- shape and operands ----------------------------------------------------------------
     @property

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from hloscope.errors import ParseError, SourceLocation
+from hloscope.errors import ParseError
 from hloscope.model.instruction import Instruction
 from hloscope.model.shape import Shape
 from hloscope.parsers import attributes as attr
@@ -149,12 +149,8 @@ class HloModule:
             raise self._header_error(error.message, error.offset) from None
 
     def _header_error(self, message: str, offset: int) -> ParseError:
-        newlines = self.header_text.count("\n", 0, offset)
-        line_start = self.header_text.rfind("\n", 0, offset) + 1
-        line_end = self.header_text.find("\n", offset)
-        location = SourceLocation(self.source, self.line + newlines, offset - line_start + 1)
-        line_text = self.header_text[line_start : line_end if line_end >= 0 else None]
-        return ParseError(f"module header: {message}", location, line_text)
+        return ParseError.in_text(f"module header: {message}", self.source, self.header_text,
+                                  self.line, offset)
 
     @property
     def is_scheduled(self) -> bool:

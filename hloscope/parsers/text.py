@@ -393,13 +393,8 @@ class TextParser:
 
     # --- errors ----------------------------------------------------------------------------
     def _located(self, text: str, line_number: int, offset: int, message: str) -> ParseError:
-        newlines = text.count("\n", 0, offset)
-        line_start = text.rfind("\n", 0, offset) + 1
-        line_end = text.find("\n", offset)
-        line_text = text[line_start : line_end if line_end >= 0 else len(text)]
         where = f" (in computation {self.computation.name})" if self.computation else ""
-        return self._error(message + where, line_number + newlines, offset - line_start + 1,
-                           line_text)
+        return ParseError.in_text(message + where, self.source, text, line_number, offset)
 
     def _error(self, message: str, line: int, column: int, line_text: str) -> ParseError:
         return ParseError(message, SourceLocation(self.source, line, column), line_text)

@@ -40,18 +40,18 @@ def _summary(result: InspectResult) -> list:
 
 
 def _op_table(result: InspectResult) -> Table:
-    rows = [{"opcode": op, "count": n, "share": n / max(result.instruction_count, 1)}
-            for op, n in result.op_counts.items()]
-    return Table("op_counts", "Instructions by opcode",
-                 [Column("opcode", "opcode"), Column("count", "count", "int"),
-                  Column("share", "share", "percent")], rows)
+    return _count_table("op_counts", "opcode", result.op_counts, result.instruction_count)
 
 
 def _category_table(result: InspectResult) -> Table:
-    rows = [{"category": c, "count": n, "share": n / max(result.instruction_count, 1)}
-            for c, n in result.category_counts.items()]
-    return Table("categories", "Instructions by category",
-                 [Column("category", "category"), Column("count", "count", "int"),
+    return _count_table("categories", "category", result.category_counts,
+                        result.instruction_count)
+
+
+def _count_table(name: str, key: str, counts: dict[str, int], total: int) -> Table:
+    rows = [{key: k, "count": n, "share": n / max(total, 1)} for k, n in counts.items()]
+    return Table(name, f"Instructions by {key}",
+                 [Column(key, key), Column("count", "count", "int"),
                   Column("share", "share", "percent")], rows)
 
 
