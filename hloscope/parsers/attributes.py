@@ -16,7 +16,7 @@ from hloscope.parsers.shape_text import TextSyntaxError
 
 _KEY = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*=\s*")
 _INT = re.compile(r"-?\d+")
-_META_ITEM = re.compile(r'\s*([A-Za-z_]\w*)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+_META_ITEM = re.compile(r'\s*([A-Za-z_][\w.\-]*)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s}]+)')
 _ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|(.))", re.S)
 _SIMPLE_ESCAPES = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"\\": b"\\", b'"': b'"', b"'": b"'"}
 

@@ -22,7 +22,7 @@ from hloscope.parsers.text import parse_lines
 
 AFTER_OPTIMIZATIONS = "after_optimizations.txt"
 BEFORE_OPTIMIZATIONS = "before_optimizations.txt"
-_DUMP_NAME = re.compile(r"module_(\d+)\.(.+?)\.(?:[\w.-]*?_)?(?:after|before)_optimizations\.txt$")
+_DUMP_NAME = re.compile(r"module_(\d+)\.([^.]+)\..*(?:after|before)_optimizations\.txt$")
 
 
 @dataclass(frozen=True, slots=True)
