@@ -1,0 +1,77 @@
+"""The child process of one compile: `python -m hloscope.workloads.compile_job REQUEST RESULT`.
+
+REQUEST is a JSON file written by `runner.compile_in_subprocess` (target string, builder, builder
+arguments, dump folder, compiler options). The child sets the target's environment *before*
+importing jax (so it also works when started by hand), builds the target's mesh, calls the
+builder (`"package.module:function"`, called as `builder(mesh, **builder_kwargs)` and returning a
+`CompileSpec`), compiles, and writes the CompileResult as JSON to RESULT. One compile per process:
+libtpu can crash a process, and a fresh process is the only reliable isolation. Exit status 0
+means RESULT was written, whatever the compile's verdict.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hloscope.workloads.results import CompileResult
+from hloscope.workloads.targets import Target, parse_target, target_environment
+
+
+def load_builder(reference: str) -> Callable[..., Any]:
+    """The function a `"package.module:function"` reference names."""
+    module_name, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def run(request: dict[str, Any]) -> CompileResult:
+    target = parse_target(request["target"])
+    _set_environment(target)
+    from hloscope.workloads.compiler import compile_function, package_versions
+    from hloscope.workloads.targets import make_mesh
+
+    try:
+        mesh = make_mesh(target)
+        spec = load_builder(request["builder"])(mesh, **request.get("builder_kwargs", {}))
+    except Exception:
+        return CompileResult(target=target.spec, status="error", dump_dir=request["dump_dir"],
+                             error=traceback.format_exc(limit=8),
+                             versions=package_versions(target.backend))
+    return compile_function(spec.fn, spec.args, target=target.spec, backend=target.backend,
+                            dump_dir=request["dump_dir"], donate_argnums=spec.donate_argnums,
+                            compiler_options=request.get("compiler_options"))
+
+
+def _set_environment(target: Target) -> None:
+    """Applies the target's environment unless jax is already imported (then it is too late).
+
+    XLA flags already set (by the parent, or by hand) are kept; missing ones are appended.
+    """
+    if "jax" in sys.modules:
+        return
+    wanted = target_environment(target)
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    present = {flag.split("=", 1)[0] for flag in flags}
+    flags += [f for f in wanted.pop("XLA_FLAGS").split() if f.split("=", 1)[0] not in present]
+    os.environ.update(wanted, XLA_FLAGS=" ".join(flags))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m hloscope.workloads.compile_job REQUEST.json RESULT.json",
+              file=sys.stderr)
+        return 2
+    request = json.loads(Path(args[0]).read_text())
+    result = run(request)
+    Path(args[1]).write_text(json.dumps(result.to_dict(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Run one compile in a child process and always come back with a CompileResult (no jax here).
+
+Every compile gets a fresh `python -m hloscope.workloads.compile_job` process with the target's
+environment (`targets.target_environment`): libtpu can SIGSEGV, and the TPU and CUDA plugins
+initialise each other inside one process. A child that dies or hangs becomes a "crash" or
+"timeout" result carrying the tail of its log, so a sweep survives it. Run compiles one at a time:
+a TPU compile takes ~1.8 GB and 10-60 s.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hloscope.workloads.results import CompileResult
+from hloscope.workloads.targets import parse_target, target_environment
+
+TRANSFORMER_BUILDER = "hloscope.workloads.transformer:build_train_step"
+LOG_TAIL_LINES = 40
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding `hloscope/`
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    """The child compiles `builder(mesh, **builder_kwargs)` for `target` into `dump_dir`."""
+
+    target: str
+    dump_dir: str
+    builder: str = TRANSFORMER_BUILDER
+    builder_kwargs: dict[str, Any] = field(default_factory=dict)
+    compiler_options: dict[str, Any] = field(default_factory=dict)
+
+
+def compile_in_subprocess(request: CompileRequest, *, timeout: float = 1200.0,
+                          log_path: str | Path | None = None) -> CompileResult:
+    """Compiles in a fresh child process; a crash or timeout is a result, never an exception."""
+    target = parse_target(request.target)  # a bad target is the caller's error: UsageError
+    Path(request.dump_dir).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="hloscope-compile-") as scratch:
+        request_path = Path(scratch) / "request.json"
+        result_path = Path(scratch) / "result.json"
+        log = Path(log_path) if log_path else Path(scratch) / "child.log"
+        request_path.write_text(json.dumps(asdict(request)))
+        command = [sys.executable, "-m", "hloscope.workloads.compile_job", str(request_path),
+                   str(result_path)]
+        returncode = _run_child(command, _child_environment(target), log, timeout)
+        if returncode == 0 and result_path.exists():
+            data = json.loads(result_path.read_text())
+            return CompileResult.from_dict({**data, "returncode": 0})
+        return _failure(request, returncode, log)
+
+
+def _child_environment(target: Any) -> dict[str, str]:
+    env = target_environment(target, os.environ)
+    paths = [str(_PACKAGE_ROOT), *filter(None, [env.get("PYTHONPATH")])]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def _run_child(command: list[str], env: dict[str, str], log: Path, timeout: float) -> int | None:
+    """The child's return code (negative: killed by that signal); None when it timed out."""
+    with log.open("wb") as output:
+        try:
+            completed = subprocess.run(command, env=env, stdout=output, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:  # subprocess.run has killed the child
+            return None
+    return completed.returncode
+
+
+def _failure(request: CompileRequest, returncode: int | None, log: Path) -> CompileResult:
+    if returncode is None:
+        status, error = "timeout", "the compile did not finish in time; the child was killed"
+    elif returncode < 0:
+        status, error = "crash", f"the compile process died with {_signal_name(-returncode)}"
+    else:
+        status, error = "crash", f"the compile process exited with status {returncode}"
+    return CompileResult(target=parse_target(request.target).spec, status=status,
+                         dump_dir=request.dump_dir, error=error, log_tail=_tail(log),
+                         returncode=returncode)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
