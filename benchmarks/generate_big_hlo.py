@@ -18,14 +18,16 @@ CORPUS_SOURCE = ROOT.parent / "shared" / "corpus" / \
     "xla__tools__benchmarks__hlo__hlo_llama3_8b_cp_bf16_1x4.hlo"
 _SIGILED_NAME = re.compile(r"%([A-Za-z_][\w.\-]*)")
 _HEADER_PARAM = re.compile(r"([(,]\s*)([A-Za-z_][\w.\-]*)(\s*:)")
-_SECTION = re.compile(r"(?ms)^(FileNames|FunctionNames|FileLocations|StackFrames)\n.*?(?=^%|^ENTRY)")
+_SECTION = re.compile(
+    r"(?ms)^(FileNames|FunctionNames|FileLocations|StackFrames)\n.*?(?=^%|^ENTRY)")
 
 
 def source_texts() -> list[str]:
     texts = []
     if CORPUS_SOURCE.exists():
         texts.append(CORPUS_SOURCE.read_text())
-    texts += [p.read_text() for p in sorted((ROOT / "fixtures").glob("**/*after_optimizations.txt"))]
+    fixtures = sorted((ROOT / "fixtures").glob("**/*after_optimizations.txt"))
+    texts += [p.read_text() for p in fixtures]
     if not texts:
         raise SystemExit("no source modules: need ../shared/corpus or fixtures/")
     return texts
