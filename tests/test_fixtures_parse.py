@@ -23,3 +23,16 @@ def test_fixture_parses_and_agrees_with_xla(path) -> None:
     if not xla_available():
         pytest.skip("jaxlib is not importable: XLA's parser is the oracle here")
     assert compare_with_xla(path.read_text(), str(path)) == []
+
+
+FIXTURE_DIRS = sorted(p.parent for p in FIXTURES.glob("*/*/meta.json"))
+
+
+@pytest.mark.parametrize("folder", FIXTURE_DIRS, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_parameter_bytes_equal_xla_memory_analysis(folder) -> None:
+    """Padded sizes (TPU tiling included) of the entry parameters are what XLA allocates."""
+    import json
+
+    result = hloscope.inspect(hloscope.load(folder))
+    expected = json.loads((folder / "meta.json").read_text())["memory"]["argument_bytes"]
+    assert sum(p.padded_bytes for p in result.parameters) == expected
