@@ -21,6 +21,19 @@ class BufferSummary:
     memory_space: int
 
 
+@dataclass(frozen=True, slots=True)
+class CostTotals:
+    """FLOPs and recomputation of one device's program, loop trip counts applied."""
+
+    total_flops: int
+    total_transcendentals: int
+    total_bytes_accessed: int
+    remat_instructions: int
+    xla_remat_instructions: int
+    recompute_flops: int
+    forward_flops: int
+
+
 @dataclass(slots=True)
 class InspectResult:
     module_name: str
@@ -37,6 +50,7 @@ class InspectResult:
     outputs: list[BufferSummary]
     unknown_opcodes: list[str] = field(default_factory=list)
     other_modules: list[str] = field(default_factory=list)
+    costs: CostTotals | None = None
 
     @property
     def parameter_bytes(self) -> int:
@@ -50,10 +64,14 @@ class InspectResult:
         data = asdict(self)
         data["parameter_bytes"] = self.parameter_bytes
         data["output_bytes"] = self.output_bytes
+        costs = data.pop("costs")
+        if costs is not None:
+            data.update(costs)
         return data
 
 
-def inspect(module: HloModule) -> InspectResult:
+def inspect(module: HloModule, costs: bool = True) -> InspectResult:
+    """Counts, parameters and outputs; with `costs`, also FLOP and remat totals (issue-3 rules)."""
     op_counts: Counter[str] = Counter()
     for computation in module.computations.values():
         op_counts.update(instruction.opcode for instruction in computation.instructions)
@@ -75,6 +93,26 @@ def inspect(module: HloModule) -> InspectResult:
         outputs=_outputs(module),
         unknown_opcodes=sorted(op for op in op_counts if not is_known(op)),
         other_modules=list(module.alternatives),
+        costs=cost_totals(module) if costs else None,
+    )
+
+
+def cost_totals(module: HloModule) -> CostTotals:
+    from hloscope.analyses.flops import cost_analysis, costed_charges, flops
+    from hloscope.analyses.remat import remat
+
+    analysis = cost_analysis(module)
+    charged = costed_charges(analysis)
+    total = flops(analysis, charged=charged).total
+    recomputed = remat(analysis, charged=charged)
+    return CostTotals(
+        total_flops=total.flops,
+        total_transcendentals=total.transcendentals,
+        total_bytes_accessed=total.bytes_accessed,
+        remat_instructions=recomputed.remat_instructions,
+        xla_remat_instructions=recomputed.xla_remat_instructions,
+        recompute_flops=recomputed.recompute_flops,
+        forward_flops=recomputed.forward_flops,
     )
 
 

@@ -10,11 +10,13 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hloscope.analyses.cost.graph import ComputationGraph
 from hloscope.model.instruction import Instruction
-from hloscope.model.module import HloModule
+
+GraphOf = Callable[[str], ComputationGraph | None]
 
 _FLIPPED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
 
@@ -29,11 +31,11 @@ class TripCount:
         return self.source != "unknown"
 
 
-def trip_count(loop: Instruction, caller: ComputationGraph, module: HloModule) -> TripCount:
+def trip_count(loop: Instruction, caller: ComputationGraph, graph_of: GraphOf) -> TripCount:
     annotated = annotated_trip_count(loop)
     if annotated is not None:
         return TripCount(annotated, "backend_config")
-    inferred = _infer(loop, caller, module)
+    inferred = _infer(loop, caller, graph_of)
     if inferred is not None:
         return TripCount(inferred, "inferred")
     return TripCount(1, "unknown")
@@ -52,47 +54,60 @@ def annotated_trip_count(loop: Instruction) -> int | None:
         return None
 
 
-def _infer(loop: Instruction, caller: ComputationGraph, module: HloModule) -> int | None:
-    condition = _graph(module, loop.called_computation("condition"))
-    body = _graph(module, loop.called_computation("body"))
+def _infer(loop: Instruction, caller: ComputationGraph, graph_of: GraphOf) -> int | None:
+    condition = graph_of(loop.called_computation("condition") or "")
+    body = graph_of(loop.called_computation("body") or "")
     if condition is None or body is None:
         return None
-    comparison = _comparison(condition)
+    comparison = _comparison(condition, graph_of)
     if comparison is None:
         return None
     index, direction, limit = comparison
     start = _initial_value(loop, caller, index)
-    step = _step(body, index)
+    step = _step(body, index, graph_of)
     if start is None or step is None:
         return None
     return _count(start, step, direction, limit)
 
 
-def _graph(module: HloModule, name: str | None) -> ComputationGraph | None:
-    computation = module.computations.get(name or "")
-    return ComputationGraph(computation) if computation else None
-
-
-def _comparison(condition: ComputationGraph) -> tuple[int, str, int] | None:
+def _comparison(condition: ComputationGraph, graph_of: GraphOf) -> tuple[int, str, int] | None:
     """(state index, direction as `state DIR limit`, limit) of the loop condition."""
-    root, graph = condition.root, condition
-    if root.opcode == "fusion":
+    compare, operands = _operation(condition.root, condition, graph_of)
+    if compare.opcode != "compare" or len(operands) != 2:
         return None
-    if root.opcode != "compare":
-        return None
-    direction = (root.raw_attribute("direction") or "").strip()
-    lhs, rhs = graph.operands(root)
-    left, right = _state_index(lhs, graph), _constant(rhs)
+    direction = (compare.raw_attribute("direction") or "").strip()
+    lhs, rhs = operands
+    left, right = _state_index(lhs, condition), _constant(rhs)
     if left is not None and right is not None:
         return left, direction, right
-    left_constant, right_index = _constant(lhs), _state_index(rhs, graph)
+    left_constant, right_index = _constant(lhs), _state_index(rhs, condition)
     if left_constant is not None and right_index is not None and direction in _FLIPPED:
         return right_index, _FLIPPED[direction], left_constant
     return None
 
 
+def _operation(value: Instruction, graph: ComputationGraph,
+               graph_of: GraphOf) -> tuple[Instruction, list[Instruction]]:
+    """The operation computing `value` and its operands, looking through a fusion: the fused
+    root's parameters are replaced by the fusion's operands."""
+    if value.opcode != "fusion":
+        return value, graph.operands(value)
+    fused = graph_of(value.called_computation("calls") or "")
+    if fused is None:
+        return value, graph.operands(value)
+    outer = graph.operands(value)
+    inner_root = fused.root
+    resolved = []
+    for operand in fused.operands(inner_root):
+        if operand.opcode == "parameter" and operand.parameter_number < len(outer):
+            resolved.append(outer[operand.parameter_number])
+        else:
+            resolved.append(operand)
+    return inner_root, resolved
+
+
 def _state_index(value: Instruction, graph: ComputationGraph) -> int | None:
-    if value.opcode != "get-tuple-element":
+    if value.opcode != "get-tuple-element" or graph.by_name.get(value.name) is not value:
         return None
     source = graph.operands(value)[0]
     return value.tuple_index if source.opcode == "parameter" else None
@@ -115,14 +130,14 @@ def _initial_value(loop: Instruction, caller: ComputationGraph, index: int) -> i
     return _constant(elements[index]) if index < len(elements) else None
 
 
-def _step(body: ComputationGraph, index: int) -> int | None:
+def _step(body: ComputationGraph, index: int, graph_of: GraphOf) -> int | None:
     root = body.root
-    if root.opcode != "tuple":
+    if root.opcode != "tuple" or index >= len(root.operands):
         return None
-    update = body.operands(root)[index]
-    if update.opcode not in ("add", "subtract"):
+    update, operands = _operation(body.operands(root)[index], body, graph_of)
+    if update.opcode not in ("add", "subtract") or len(operands) != 2:
         return None
-    lhs, rhs = body.operands(update)
+    lhs, rhs = operands
     if _state_index(lhs, body) != index:
         if update.opcode == "add" and _state_index(rhs, body) == index:
             lhs, rhs = rhs, lhs

@@ -7,6 +7,7 @@ malformed value as a ParseError at its file:line:col.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ CALLED_COMPUTATION_KEYS = (
     "calls", "to_apply", "body", "condition", "branch_computations",
     "true_computation", "false_computation", "select", "scatter", "called_computations",
 )
+_CALLED_KEY = re.compile("(?:" + "|".join(CALLED_COMPUTATION_KEYS) + ")=")
 LITERAL_PREVIEW_CHARS = 80
 
 
@@ -114,6 +116,9 @@ class Instruction:
         """Names of the operand instructions (none for parameter, constant, iota, ...)."""
         if self.opcode in ("parameter", "constant"):
             return ()
+        plain = self.text[self.operands_start : self.operands_end]
+        if _PLAIN_OPERANDS.fullmatch(plain):  # `%a, %b`: no shapes, comments or strings
+            return tuple(_LAST_WORD_OF_ITEM.findall(plain))
         text = blank_block_comments(self.text)
         try:
             spans = split_top_level(text, self.operands_start, self.operands_end)
@@ -225,6 +230,8 @@ class Instruction:
 
     @property
     def called_computations(self) -> tuple[str, ...]:
+        if _CALLED_KEY.search(self.text, self.operands_end) is None:
+            return ()  # no attribute names a computation: skip parsing the attributes
         names: list[str] = []
         for key in CALLED_COMPUTATION_KEYS:
             names.extend(self._typed(key, attr.computation_names, ()))
@@ -258,7 +265,30 @@ class Instruction:
     @property
     def op_name(self) -> str:
         """metadata's op_name, read without parsing the other attributes (hot in analyses)."""
-        start = self.text.find('op_name="', self.operands_end)
-        if start < 0:
+        text = self.text
+        if text.find('op_name="', self.operands_end) < 0:
             return ""
+        start = text.find("metadata={", self.operands_end)
+        match = _METADATA_OP_NAME.match(text, start) if start > 0 else None
+        if (match is not None and text[start - 1] in ", \t\n"
+                and _at_top_level(text, self.operands_end + 1, start)):
+            value = match.group(1)
+            return attr.unquote(f'"{value}"') if "\\" in value else value
         return self.metadata.op_name
+
+
+# `metadata={[op_type="..." ]op_name="..."`, XLA's printing order.
+_METADATA_OP_NAME = re.compile(
+    r'metadata=\{\s*(?:op_type="[^"\\]*(?:\\.[^"\\]*)*"\s*)?op_name="([^"\\]*(?:\\.[^"\\]*)*)"')
+_PLAIN_OPERANDS = re.compile(r'[^\[\]{}()"/]*')
+_LAST_WORD_OF_ITEM = re.compile(r"%?([^\s,%]+)\s*(?:,|$)")
+
+
+def _at_top_level(text: str, start: int, end: int) -> bool:
+    """True when text[start:end] (the attributes before a match) closes every bracket and string
+    it opens, so the match is an attribute of its own (checked cheaply, without a full scan)."""
+    between = text[start:end]
+    return ("\\" not in between and between.count('"') % 2 == 0
+            and between.count("{") == between.count("}")
+            and between.count("(") == between.count(")")
+            and between.count("[") == between.count("]"))

@@ -10,8 +10,8 @@ import re
 from hloscope.parsers.shape_text import TextSyntaxError
 
 _OPEN_TO_CLOSE = {"(": ")", "{": "}", "[": "]"}
-_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|"|[(){}\[\],]|/\*.*?\*/')
-_STRINGS_AND_COMMENTS = re.compile(r'"(?:[^"\\\n]|\\.)*"|/\*.*?\*/|//')
+_TOKENS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|"|[(){}\[\],]|/\*.*?\*/')
+_STRINGS_AND_COMMENTS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|/\*.*?\*/|//')
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 
 

@@ -36,6 +36,23 @@ def _summary(result: InspectResult) -> list:
         ("partitions x replicas", f"{result.num_partitions} x {result.replica_count}"),
         ("parameter bytes", Quantity(result.parameter_bytes, "bytes")),
         ("output bytes", Quantity(result.output_bytes, "bytes")),
+        *_cost_summary(result),
+    ]
+
+
+def _cost_summary(result: InspectResult) -> list:
+    costs = result.costs
+    if costs is None:
+        return []
+    overhead = costs.recompute_flops / costs.forward_flops if costs.forward_flops else 0.0
+    return [
+        ("FLOPs (per device)", Quantity(costs.total_flops, "flops")),
+        ("transcendentals", costs.total_transcendentals),
+        ("bytes accessed", Quantity(costs.total_bytes_accessed, "bytes")),
+        ("recomputed instructions (jax / XLA pass)",
+         f"{costs.remat_instructions} / {costs.xla_remat_instructions}"),
+        ("recompute FLOPs", Quantity(costs.recompute_flops, "flops")),
+        ("recompute overhead", Quantity(overhead, "percent")),
     ]
 
 

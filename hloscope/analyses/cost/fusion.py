@@ -87,9 +87,8 @@ class _ParameterReads:
             opcode = user.opcode
             if opcode == "fusion":
                 size += self._nested(value, user, fused)
-            elif opcode == "slice":
-                size += xla_size(user.shape)
-            elif opcode == "dynamic-slice" and fused.operands(user)[0] is value:
+            elif opcode == "slice" or (
+                    opcode == "dynamic-slice" and fused.operands(user)[0] is value):
                 size += xla_size(user.shape)
             elif opcode == "dynamic-update-slice" and fused.operands(user)[0] is value:
                 continue

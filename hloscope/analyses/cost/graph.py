@@ -40,8 +40,8 @@ class ComputationGraph:
     def _collect_users(self) -> dict[str, list[Instruction]]:
         users: dict[str, list[Instruction]] = {}
         for instruction in self.computation.instructions:
-            for name in dict.fromkeys(instruction.operands):
-                users.setdefault(name, []).append(instruction)
+            for operand in dict.fromkeys(self.operands(instruction)):
+                users.setdefault(operand.name, []).append(instruction)
         return users
 
     def _lookup(self, instruction: Instruction, name: str) -> Instruction:

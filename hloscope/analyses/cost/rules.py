@@ -2,7 +2,8 @@
 
 Each rule sees one instruction with its shape and operand shapes (a `Site`) and returns its Cost.
 The defaults are XLA's: an instruction reads its operands and writes its output (`bytes accessed`
-= output size + operand sizes, see sizes.py), and does no FLOPs. Exceptions, as in XLA:
+= the sizes of the output's leaf arrays + the operand sizes, see sizes.py), and does no FLOPs.
+Exceptions, as in XLA:
 
 - elementwise ops do one FLOP per output element; exp, log, logistic, power, sqrt, cbrt, rsqrt,
   tanh, sin, cos, tan, expm1, log1p, atan2 and erf count a transcendental instead; rng counts one
@@ -26,10 +27,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from hloscope.analyses.cost.convolution import FMA_FLOPS, convolution_flops
-from hloscope.analyses.cost.sizes import first_array, leaf_bytes, leaf_elements, xla_size
+from hloscope.analyses.cost.sizes import (
+    elements_of_text,
+    first_array,
+    leaf_bytes,
+    leaf_elements,
+    size_of_text,
+    written_bytes_of_text,
+    xla_size,
+)
 from hloscope.analyses.cost.vector import ZERO, Cost
 from hloscope.model.instruction import Instruction
 from hloscope.model.shape import Shape
@@ -51,20 +59,36 @@ NO_MEMORY = frozenset({
 })
 
 
-@dataclass(slots=True)
 class Site:
     """An instruction being costed, with what its rule may need."""
 
-    instruction: Instruction
-    shape: Shape
-    operand_shapes: list[Shape]
-    called_cost: Callable[[str], Cost]
+    __slots__ = ("instruction", "operands", "called_cost", "_operand_shapes")
+
+    def __init__(self, instruction: Instruction, operands: list[Instruction],
+                 called_cost: Callable[[str], Cost]) -> None:
+        self.instruction = instruction
+        self.operands = operands
+        self.called_cost = called_cost
+        self._operand_shapes: list[Shape] | None = None
+
+    @property
+    def shape(self) -> Shape:
+        return self.instruction.shape
+
+    @property
+    def operand_shapes(self) -> list[Shape]:
+        if self._operand_shapes is None:
+            self._operand_shapes = [operand.shape for operand in self.operands]
+        return self._operand_shapes
 
     def default_bytes(self) -> int:
-        return xla_size(self.shape) + sum(xla_size(s) for s in self.operand_shapes)
+        """Output leaves written plus operands read (a tuple operand is its pointer table)."""
+        return written_bytes_of_text(self.instruction.shape_text) + sum(
+            size_of_text(operand.shape_text) for operand in self.operands)
 
     def operand_size(self, index: int) -> int:
-        return xla_size(self.operand_shapes[index]) if index < len(self.operand_shapes) else 0
+        return size_of_text(self.operands[index].shape_text) if index < len(self.operands) \
+            else 0
 
     def applied(self, key: str, times: int) -> Cost:
         """The FLOPs of the computation named by attribute `key`, applied `times` times."""
@@ -76,7 +100,7 @@ Rule = Callable[[Site], Cost]
 
 
 def elementwise(site: Site) -> Cost:
-    count = site.shape.element_count
+    count = elements_of_text(site.instruction.shape_text)
     if site.instruction.opcode in XLA_TRANSCENDENTAL:
         return Cost(transcendentals=count, bytes_accessed=site.default_bytes())
     return Cost(flops=count, bytes_accessed=site.default_bytes())
@@ -97,7 +121,7 @@ def tuple_rule(site: Site) -> Cost:
 def dot(site: Site) -> Cost:
     lhs = site.operand_shapes[0]
     width = math.prod(lhs.dimensions[d] for d in site.instruction.lhs_contracting_dims)
-    return Cost(flops=FMA_FLOPS * site.shape.element_count * width,
+    return Cost(flops=FMA_FLOPS * elements_of_text(site.instruction.shape_text) * width,
                 bytes_accessed=site.default_bytes())
 
 
@@ -199,7 +223,7 @@ def reduce_window(site: Site) -> Cost:
 
 
 def _reduce_broadcast_dimension(site: Site) -> int | None:
-    """The dimension of a reduce-window that is a reduce followed by a broadcast, as XLA spots it."""
+    """The dimension of a reduce-window that is a reduce then a broadcast, as XLA spots it."""
     window = site.instruction.window
     reduced = [d for d in window if d.size != 1]
     padded = [d for d in window if d.padding_low or d.padding_high]

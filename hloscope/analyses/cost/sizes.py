@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from hloscope.model.shape import Shape
+from hloscope.parsers.shape_text import parse_shape
 
 POINTER_BYTES = 8
 
@@ -26,6 +27,24 @@ def xla_size(shape: Shape) -> int:
     if any(shape.dynamic_dimensions):
         size += 4 * len(shape.dimensions)
     return size
+
+
+@lru_cache(maxsize=65536)
+def size_of_text(shape_text: str) -> int:
+    """xla_size of a shape given as text (instructions keep theirs; a str hashes once)."""
+    return xla_size(parse_shape(shape_text))
+
+
+@lru_cache(maxsize=65536)
+def written_bytes_of_text(shape_text: str) -> int:
+    """What an instruction of this shape writes: its array, or every leaf array of a tuple."""
+    shape = parse_shape(shape_text)
+    return leaf_bytes(shape) if shape.is_tuple else xla_size(shape)
+
+
+@lru_cache(maxsize=65536)
+def elements_of_text(shape_text: str) -> int:
+    return parse_shape(shape_text).element_count
 
 
 def leaf_bytes(shape: Shape) -> int:

@@ -1,0 +1,238 @@
+"""Costs of every instruction and computation of a module, with loops multiplied out.
+
+`CostAnalysis(module)` costs instructions on demand and caches per computation. An instruction's
+cost is inclusive: a fusion, call, async start, loop or conditional costs what it runs, as in
+XLA's HloCostAnalysis, with these differences, each switchable by `CostOptions`:
+
+- a while loop costs body x trip count + condition x (trip count + 1) (see hloscope.analyses.loops);
+  XLA counts body + condition once. `trip_counts=False` does the same.
+- custom-calls are estimated (see custom_calls.py); `xla_custom_calls=True` counts them as XLA
+  does, -1 FLOP and -1 byte each.
+
+`CostOptions.like_xla()` sets both, and then totals reproduce XLA's cost analysis.
+
+A conditional costs, for each property separately, its most expensive branch (XLA's rule): the
+FLOPs may come from one branch and the bytes from another. `branch_choice` says which.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hloscope.analyses.cost.custom_calls import XLA_UNKNOWN, custom_call_cost
+from hloscope.analyses.cost.fusion import fusion_bytes
+from hloscope.analyses.cost.graph import ComputationGraph
+from hloscope.analyses.cost.rules import NO_MEMORY, Site, rule_for
+from hloscope.analyses.cost.vector import ZERO, Cost, elementwise_max, total
+from hloscope.analyses.gc_pause import paused_gc
+from hloscope.analyses.loops import TripCount, trip_count
+from hloscope.errors import InputError
+from hloscope.model.instruction import Instruction
+from hloscope.model.module import HloModule
+from hloscope.model.opcodes import is_known
+
+
+@dataclass(frozen=True, slots=True)
+class CostOptions:
+    trip_counts: bool = True
+    xla_custom_calls: bool = False
+
+    @classmethod
+    def like_xla(cls) -> CostOptions:
+        """XLA's own conventions: loop bodies once, custom-calls unknown (-1)."""
+        return cls(trip_counts=False, xla_custom_calls=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Unattributed:
+    """A custom-call whose FLOPs hloscope cannot know."""
+
+    computation: str
+    instruction: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownLoop:
+    """A while loop whose trip count is neither annotated nor inferable (counted once)."""
+
+    computation: str
+    instruction: str
+
+
+@dataclass(slots=True)
+class ComputationCosts:
+    costs: list[Cost]
+    total: Cost
+
+
+@dataclass(slots=True)
+class CostAnalysis:
+    module: HloModule
+    options: CostOptions = field(default_factory=CostOptions)
+    unattributed: list[Unattributed] = field(default_factory=list)
+    unknown_loops: list[UnknownLoop] = field(default_factory=list)
+    unknown_opcodes: set[str] = field(default_factory=set)
+    _graphs: dict[str, ComputationGraph] = field(default_factory=dict)
+    _costs: dict[str, ComputationCosts] = field(default_factory=dict)
+    _trips: dict[tuple[str, str], TripCount] = field(default_factory=dict)
+    _active: set[str] = field(default_factory=set)
+
+    # --- public --------------------------------------------------------------------------
+    @property
+    def total(self) -> Cost:
+        return self.computation_costs(self.module.entry_name).total
+
+    def graph(self, name: str) -> ComputationGraph:
+        graph = self._graphs.get(name)
+        if graph is None:
+            computation = self.module.computations.get(name)
+            if computation is None:
+                raise InputError(f"{self.module.source}: module {self.module.name} calls "
+                                 f"computation {name!r}, which it does not define")
+            graph = self._graphs[name] = ComputationGraph(computation)
+        return graph
+
+    def computation_costs(self, name: str) -> ComputationCosts:
+        found = self._costs.get(name)
+        if found is None:
+            found = self._costs[name] = self._cost_computation(name)
+        return found
+
+    def computation_total(self, name: str) -> Cost:
+        return self.computation_costs(name).total
+
+    def instruction_costs(self, name: str) -> list[tuple[Instruction, Cost]]:
+        """Each instruction of a computation with its inclusive cost (loops multiplied out)."""
+        costs = self.computation_costs(name).costs
+        return list(zip(self.graph(name).computation.instructions, costs, strict=True))
+
+    def trip_count(self, computation: str, loop: Instruction) -> TripCount:
+        key = (computation, loop.name)
+        found = self._trips.get(key)
+        if found is None:
+            found = trip_count(loop, self.graph(computation), self._graph_or_none)
+            self._trips[key] = found
+            if not found.known:
+                self.unknown_loops.append(UnknownLoop(computation, loop.name))
+        return found
+
+    def trip_counts(self) -> dict[tuple[str, str], TripCount]:
+        """(computation, while instruction) -> trip count, for every loop costed so far."""
+        return dict(self._trips)
+
+    def loop_factors(self, computation: str, loop: Instruction) -> tuple[int, int]:
+        """How many times the body and the condition of a while loop are counted."""
+        if not self.options.trip_counts:
+            return 1, 1
+        count = self.trip_count(computation, loop).count
+        return count, count + 1
+
+    def branch_choice(self, conditional: Instruction) -> tuple[list[str], list[int]]:
+        """(branch computations, index of the branch supplying each cost property)."""
+        branches = branch_computations(conditional)
+        costs = [self.computation_total(b).as_tuple() for b in branches]
+        chosen = []
+        for prop in range(4):
+            best = max(c[prop] for c in costs)
+            chosen.append(next(i for i, c in enumerate(costs) if c[prop] == best))
+        return branches, chosen
+
+    def analyze_all(self) -> None:
+        """Costs every computation, reachable or not (per-instruction tables, benchmarks)."""
+        with paused_gc():
+            for name in self.module.computations:
+                self.computation_costs(name)
+
+    # --- computations --------------------------------------------------------------------
+    def _graph_or_none(self, name: str) -> ComputationGraph | None:
+        return self.graph(name) if name in self.module.computations else None
+
+    def _cost_computation(self, name: str) -> ComputationCosts:
+        if name in self._active:
+            raise InputError(f"{self.module.source}: computation {name} calls itself")
+        self._active.add(name)
+        graph = self.graph(name)
+        costs = [self._instruction(graph, i) for i in graph.computation.instructions]
+        self._active.discard(name)
+        return ComputationCosts(costs, total(costs))
+
+    def _instruction(self, graph: ComputationGraph, instruction: Instruction) -> Cost:
+        opcode = instruction.opcode
+        if opcode in NO_MEMORY:
+            return ZERO
+        special = _SPECIAL.get(opcode)
+        if special is not None:
+            return special(self, graph, instruction)
+        if not is_known(opcode):
+            self.unknown_opcodes.add(opcode)
+        try:
+            return rule_for(opcode)(self._site(graph, instruction))
+        except (IndexError, KeyError, ZeroDivisionError):
+            raise instruction.error(f"cannot cost this {opcode}: its operands, shapes or "
+                                    "attributes do not fit it", instruction.operands_start) \
+                from None
+
+    def _site(self, graph: ComputationGraph, instruction: Instruction) -> Site:
+        return Site(instruction, graph.operands(instruction), self.computation_total)
+
+    # --- instructions that run other computations ----------------------------------------
+    def _fusion(self, graph: ComputationGraph, fusion: Instruction) -> Cost:
+        fused = self.graph(_called(fusion, "calls"))
+        if fusion.fusion_kind == "kCustom":
+            for inner in fused.computation.instructions:
+                if inner.opcode in ("gather", "scatter"):
+                    return rule_for(inner.opcode)(self._site(fused, inner))
+        inner_cost = self.computation_total(fused.computation.name)
+        return inner_cost.with_bytes(fusion_bytes(fusion.shape, fused, self.graph))
+
+    def _while(self, graph: ComputationGraph, loop: Instruction) -> Cost:
+        body_times, condition_times = self.loop_factors(graph.computation.name, loop)
+        body = self.computation_total(_called(loop, "body")).scaled(body_times)
+        condition = self.computation_total(_called(loop, "condition"))
+        return body + condition.scaled(condition_times)
+
+    def _call(self, graph: ComputationGraph, call: Instruction) -> Cost:
+        return self.computation_total(_called(call, "to_apply"))
+
+    def _async_start(self, graph: ComputationGraph, start: Instruction) -> Cost:
+        return self.computation_total(_called(start, "calls"))
+
+    def _conditional(self, graph: ComputationGraph, conditional: Instruction) -> Cost:
+        branches = branch_computations(conditional)
+        return elementwise_max([self.computation_total(b) for b in branches]) if branches \
+            else ZERO
+
+    def _custom_call(self, graph: ComputationGraph, call: Instruction) -> Cost:
+        if self.options.xla_custom_calls:
+            return XLA_UNKNOWN
+        cost, attributed = custom_call_cost(self._site(graph, call))
+        if not attributed:
+            self.unattributed.append(Unattributed(graph.computation.name, call.name,
+                                                  call.custom_call_target or ""))
+        return cost
+
+
+def _called(instruction: Instruction, key: str) -> str:
+    name = instruction.called_computation(key)
+    if name is None:
+        raise instruction.error(f"{instruction.opcode} without '{key}='", instruction.operands_end)
+    return name
+
+
+def branch_computations(conditional: Instruction) -> list[str]:
+    """Branch 0, 1, ...; the predicated form is (true_computation, false_computation)."""
+    listed = conditional.raw_attribute("branch_computations")
+    if listed is not None:
+        return list(conditional.called_computations)
+    return [name for key in ("true_computation", "false_computation")
+            if (name := conditional.called_computation(key)) is not None]
+
+
+_SPECIAL = {
+    "fusion": CostAnalysis._fusion,
+    "while": CostAnalysis._while,
+    "call": CostAnalysis._call,
+    "async-start": CostAnalysis._async_start,
+    "conditional": CostAnalysis._conditional,
+    "custom-call": CostAnalysis._custom_call,
+}
