@@ -28,6 +28,9 @@ def test_json_schema_and_counts(tmp_path: Path) -> None:
     assert data["op_counts"] == {"parameter": 3, "add": 1, "constant": 1, "reduce": 1}
     assert data["parameter_bytes"] == 32 and data["output_bytes"] == 4
     assert data["is_scheduled"] is True
+    # reduce of f32[8] with an add: 8 - 1 additions; bytes: 32 in + 4 init + 4 out (XLA's rules)
+    assert data["total_flops"] == 7 and data["total_bytes_accessed"] == 40
+    assert data["remat_instructions"] == 0 and data["xla_remat_instructions"] == 0
 
 
 def test_text_markdown_csv_and_output_file(tmp_path: Path) -> None:
