@@ -12,7 +12,8 @@ import pytest
 # inherit these (libtpu's metadata-server probes are switched off).
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 for _key, _value in {"TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v5litepod-4",
-                     "TPU_WORKER_HOSTNAMES": "localhost", "TPU_WORKER_ID": "0"}.items():
+                     "TPU_WORKER_HOSTNAMES": "localhost", "TPU_WORKER_ID": "0",
+                     "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():
     os.environ.setdefault(_key, _value)
 
 REPO = Path(__file__).resolve().parent.parent
