@@ -89,3 +89,15 @@ def test_multi_module_file_lists_the_others() -> None:
     assert json.loads(picked.output)["module_name"] == "ScalarUpdate"
     unknown = run("inspect", str(path), "--module", "Nope")
     assert unknown.exit_code == 3 and "ScalarUpdate" in unknown.output
+
+
+def test_inspect_peak_equals_xla_live_range_peak() -> None:
+    """On a loop-free CPU program the text-only live peak is XLA's live-range peak."""
+    from conftest import FIXTURES
+
+    from hloscope.parsers.xla_memory import find_memory_artifacts
+
+    folder = FIXTURES / "cpu" / "remat-none"
+    result = run("inspect", str(folder), "--format", "json")
+    expected = find_memory_artifacts(folder).read_live_range().peak_bytes
+    assert json.loads(result.output)["peak_bytes"] == expected

@@ -51,6 +51,8 @@ class InspectResult:
     unknown_opcodes: list[str] = field(default_factory=list)
     other_modules: list[str] = field(default_factory=list)
     costs: CostTotals | None = None
+    peak_bytes: int | None = None
+    peak_note: str = ""
 
     @property
     def parameter_bytes(self) -> int:
@@ -71,7 +73,8 @@ class InspectResult:
 
 
 def inspect(module: HloModule, costs: bool = True) -> InspectResult:
-    """Counts, parameters and outputs; with `costs`, also FLOP and remat totals (issue-3 rules)."""
+    """Counts, parameters and outputs; with `costs`, also the FLOP and remat totals and the
+    device live peak (n/a, with the reason, for an unscheduled module)."""
     op_counts: Counter[str] = Counter()
     for computation in module.computations.values():
         op_counts.update(instruction.opcode for instruction in computation.instructions)
@@ -94,7 +97,15 @@ def inspect(module: HloModule, costs: bool = True) -> InspectResult:
         unknown_opcodes=sorted(op for op in op_counts if not is_known(op)),
         other_modules=list(module.alternatives),
         costs=cost_totals(module) if costs else None,
+        **(_peak(module) if costs else {}),
     )
+
+
+def _peak(module: HloModule) -> dict:
+    from hloscope.analyses.memory import live_peak_bytes
+
+    peak, note = live_peak_bytes(module)
+    return {"peak_bytes": peak, "peak_note": note}
 
 
 def cost_totals(module: HloModule) -> CostTotals:

@@ -37,7 +37,16 @@ def _summary(result: InspectResult) -> list:
         ("parameter bytes", Quantity(result.parameter_bytes, "bytes")),
         ("output bytes", Quantity(result.output_bytes, "bytes")),
         *_cost_summary(result),
+        *_peak_summary(result),
     ]
+
+
+def _peak_summary(result: InspectResult) -> list:
+    if result.costs is None:
+        return []
+    if result.peak_bytes is None:
+        return [("live peak (device)", result.peak_note)]
+    return [("live peak (device, from the HLO text)", Quantity(result.peak_bytes, "bytes"))]
 
 
 def _cost_summary(result: InspectResult) -> list:

@@ -1,0 +1,126 @@
+"""`hloscope memory` end to end through click: formats, groupings, the plot, exit codes."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES
+
+from hloscope.cli.main import cli
+from hloscope.parsers.xla_memory import find_memory_artifacts
+
+REMAT_NONE = FIXTURES / "cpu" / "remat-none"
+SCANNED = FIXTURES / "cpu" / "scan-remat-none"
+TPU = FIXTURES / "tpu-v5e-2x2" / "remat-none"
+
+
+def run(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(cli, ["memory", *args], input=stdin)
+
+
+def xla_peak(folder: Path) -> int:
+    return find_memory_artifacts(folder).read_live_range().peak_bytes
+
+
+def test_json_has_the_peak_its_buffers_and_categories() -> None:
+    result = run(str(REMAT_NONE), "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["schema"] == "hloscope/memory/v1"
+    assert type(data["peak_bytes"]) is int and data["peak_bytes"] == xla_peak(REMAT_NONE)
+    assert data["peak_instruction"] == "add_convert_fusion.7"
+    rows = data["live_at_peak"]
+    assert sum(row["bytes"] for row in rows) == data["peak_bytes"]
+    assert {"bytes", "shape", "instruction", "op_name", "category"} <= set(rows[0])
+    assert sum(data["by_category"].values()) == data["peak_bytes"]
+    assert [s["memory_space"] for s in data["spaces"]] == [0]
+
+
+def test_from_a_dump_folder_xlas_figures_stand_beside_ours() -> None:
+    data = json.loads(run(str(REMAT_NONE), "--format", "json").output)
+    analysis = json.loads((REMAT_NONE / "meta.json").read_text())["memory"]
+    assert data["allocation_bytes"] == analysis["allocated_bytes"]
+    assert data["xla_peak_bytes"] == xla_peak(REMAT_NONE)
+    text = run(str(REMAT_NONE)).output
+    assert "XLA allocation (device)" in text and "live peak - allocation" in text
+
+
+def test_hlo_text_alone_gives_no_allocation() -> None:
+    text = next(REMAT_NONE.glob("*cpu_after_optimizations.txt")).read_text()
+    result = run("-", "--format", "json", stdin=text)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert "allocation_bytes" not in data and "xla_peak_bytes" not in data
+    assert "not XLA's allocation" in run("-", stdin=text).output
+
+
+def test_csv_is_the_timeline_of_top_level_steps(tmp_path: Path) -> None:
+    out = tmp_path / "timeline.csv"
+    result = run(str(SCANNED), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert list(rows[0]) == ["step", "time", "instruction", "opcode", "phase", "live_bytes",
+                             "inner_peak_bytes"]
+    loops = [row for row in rows if row["opcode"] == "while"]
+    assert len(loops) == 2 and all(row["inner_peak_bytes"] for row in loops)
+    highest = max(int(row["inner_peak_bytes"] or row["live_bytes"]) for row in rows)
+    data = json.loads(run(str(SCANNED), "--format", "json").output)
+    assert highest == data["peak_bytes"] >= xla_peak(SCANNED)
+
+
+def test_text_groups_by_layer_and_sums_the_rest() -> None:
+    result = run(str(REMAT_NONE), "--by", "layer", "--top", "3")
+    assert result.exit_code == 0, result.output
+    assert "Live at the peak, by layer" in result.output
+    assert "layer_0" in result.output and "layer_1" in result.output
+    assert "more)" in result.output
+
+
+def test_markdown_and_scope_grouping() -> None:
+    result = run(str(REMAT_NONE), "--by", "scope", "--depth", "2", "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    assert "| source scope" in result.output
+    assert "| layer_0 " in result.output and "| state/mu " in result.output
+    assert "scopes are shown below train_step/" in result.output
+
+
+def test_tpu_spaces_are_shown_apart() -> None:
+    result = run(str(TPU))
+    assert result.exit_code == 0, result.output
+    assert "S(1) VMEM (on-chip)" in result.output and "S(0) HBM (device)" in result.output
+    assert "live peak, tile-padded" in result.output
+
+
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
+def test_plot_is_drawn_and_never_overwritten_without_force(tmp_path: Path, suffix: str,
+                                                           magic: bytes) -> None:
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / f"timeline{suffix}"
+    assert run(str(SCANNED), "--plot", str(plot)).exit_code == 0
+    assert plot.read_bytes().startswith(magic)
+    refused = run(str(SCANNED), "--plot", str(plot))
+    assert refused.exit_code == 2 and "--force" in refused.output
+    assert run(str(SCANNED), "--plot", str(plot), "--force").exit_code == 0
+
+
+def test_a_plot_needs_a_known_suffix(tmp_path: Path) -> None:
+    result = run(str(REMAT_NONE), "--plot", str(tmp_path / "timeline.bmp"))
+    assert result.exit_code == 2 and ".png" in result.output
+
+
+def test_an_unscheduled_module_exits_4_and_says_what_to_pass() -> None:
+    before = next(REMAT_NONE.glob("*before_optimizations.txt"))
+    result = run(str(before))
+    assert result.exit_code == 4
+    assert "not scheduled" in result.output and "after-optimizations" in result.output
+
+
+def test_standard_input() -> None:
+    text = next(REMAT_NONE.glob("*cpu_after_optimizations.txt")).read_text()
+    result = run("-", "--format", "json", stdin=text)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["peak_bytes"] == xla_peak(REMAT_NONE)
