@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from hloscope.errors import ParseError
 from hloscope.model.instruction import Instruction
 from hloscope.model.shape import Shape
-from hloscope.parsers import attributes as attr
-from hloscope.parsers.scan import blank_block_comments, split_top_level
-from hloscope.parsers.shape_text import TextSyntaxError, parse_shape, parse_shape_prefix
+from hloscope.syntax import attributes as attr
+from hloscope.syntax.scan import blank_block_comments, split_top_level
+from hloscope.syntax.shape_text import TextSyntaxError, parse_shape, parse_shape_prefix
 
 
 @dataclass(slots=True)

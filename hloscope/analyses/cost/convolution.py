@@ -11,7 +11,7 @@ import math
 
 from hloscope.model.instruction import Instruction
 from hloscope.model.shape import Shape
-from hloscope.parsers.attributes import WindowDimension
+from hloscope.syntax.attributes import WindowDimension
 
 FMA_FLOPS = 2
 

@@ -15,7 +15,7 @@ from hloscope.analyses.liveness.program import fused_computation
 from hloscope.analyses.liveness.values import Index
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation, HloModule
-from hloscope.parsers import attributes as attr
+from hloscope.syntax import attributes as attr
 
 Pair = tuple[tuple[int, Index], Index]
 _ALIASING = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation, HloModule
-from hloscope.parsers import attributes as attr
+from hloscope.syntax import attributes as attr
 
 ASYNC_CHAIN = ("async-start", "async-update", "async-done")
 CONTROL_FLOW = frozenset({"while", "conditional", "call", "async-start"})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from hloscope.parsers.shape_text import TextSyntaxError
+from hloscope.syntax.shape_text import TextSyntaxError
 
 _OPEN_TO_CLOSE = {"(": ")", "{": "}", "[": "]"}
 _TOKENS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|"|[(){}\[\],]|/\*.*?\*/')

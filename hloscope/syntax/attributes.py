@@ -11,8 +11,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from hloscope.parsers.scan import split_top_level
-from hloscope.parsers.shape_text import TextSyntaxError
+from hloscope.syntax.scan import split_top_level
+from hloscope.syntax.shape_text import TextSyntaxError
 
 _KEY = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*=\s*")
 _INT = re.compile(r"-?\d+")

@@ -1,0 +1,116 @@
+"""Bytes a program moves between device memory and pinned host memory (`S(5)`), per step.
+
+Host offload (e.g. `save_and_offload_only_these_names(offload_dst="pinned_host")`) shows up in
+optimized HLO as data movement whose source and destination sit in different memory spaces:
+
+- `copy-start` returns (destination, source, context): destination in S(5) and source not is a
+  transfer to the host of the source's bytes; the reverse is a transfer back of the
+  destination's bytes;
+- any other working instruction whose result lives in S(5) moved its non-host operands there
+  (a dynamic-update-slice into a host buffer moves its update), and one whose result is in
+  device memory while an operand is in S(5) read that much back (a dynamic-slice from a host
+  buffer).
+
+Instructions that only pass buffers along (tuples, get-tuple-element, bitcasts, copy-done,
+loops and calls themselves) move nothing. Loop bodies count once per iteration (trip counts from
+hloscope.analyses.cost; an unknown trip count counts once and is reported). Sizes are unpadded
+(`Shape.byte_size`). Space 5 is the host on every backend (xla/layout.h kHostMemorySpace).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+from hloscope.analyses.cost import CostAnalysis
+from hloscope.model.instruction import Instruction
+from hloscope.model.module import HloModule
+from hloscope.model.shape import Shape
+
+HOST_SPACE = 5
+PASS_THROUGH = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast",
+                          "copy-done", "while", "call", "conditional", "async-done",
+                          "async-update", "opt-barrier", "after-all"})
+
+
+@dataclass(frozen=True, slots=True)
+class HostTransfers:
+    to_host_bytes: int = 0
+    from_host_bytes: int = 0
+    instructions: int = 0
+    unknown_loops: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return self.to_host_bytes + self.from_host_bytes
+
+    def to_dict(self) -> dict[str, int]:
+        return {**asdict(self), "total_bytes": self.total_bytes}
+
+
+def host_transfers(module_or_analysis: HloModule | CostAnalysis) -> HostTransfers:
+    """Bytes moved to and from pinned host memory by one run of the module's entry."""
+    analysis = module_or_analysis if isinstance(module_or_analysis, CostAnalysis) else \
+        CostAnalysis(module_or_analysis)
+    to_host = from_host = moving = 0
+    for computation, instruction, times in _executed(analysis):
+        out, back = _transfer(analysis, computation, instruction)
+        if out or back:
+            moving += 1
+            to_host += out * times
+            from_host += back * times
+    unknown = sum(1 for trip in analysis.trip_counts().values() if not trip.known)
+    return HostTransfers(to_host, from_host, moving, unknown)
+
+
+def _executed(analysis: CostAnalysis) -> Iterator[tuple[str, Instruction, int]]:
+    """(computation, instruction, executions) for every non-fused instruction that runs."""
+    pending = [(analysis.module.entry_name, 1)]
+    while pending:
+        name, times = pending.pop()
+        for instruction in analysis.module.computations[name].instructions:
+            yield name, instruction, times
+            pending.extend(_callees(analysis, name, instruction, times))
+
+
+def _callees(analysis: CostAnalysis, name: str, instruction: Instruction,
+             times: int) -> list[tuple[str, int]]:
+    opcode = instruction.opcode
+    if opcode == "while":
+        trips = analysis.trip_count(name, instruction).count
+        return [(instruction.called_computation("body") or "", times * trips),
+                (instruction.called_computation("condition") or "", times * (trips + 1))]
+    if opcode in ("call", "conditional", "async-start"):
+        return [(callee, times) for callee in instruction.called_computations
+                if callee in analysis.module.computations]
+    return []
+
+
+def _transfer(analysis: CostAnalysis, computation: str,
+              instruction: Instruction) -> tuple[int, int]:
+    """(bytes to the host, bytes back from it) one execution of `instruction` moves."""
+    if instruction.opcode in PASS_THROUGH or "S(5)" not in instruction.text:
+        return 0, 0
+    shape = instruction.shape
+    if instruction.opcode == "copy-start" and shape.is_tuple and len(shape.tuple_shapes) >= 2:
+        destination, source = shape.tuple_shapes[0], shape.tuple_shapes[1]
+        return _between(source, destination)
+    operands = analysis.graph(computation).operand_shapes(instruction)
+    if _on_host(shape):
+        return sum(s.byte_size for s in operands if not _on_host(s)), 0
+    if any(_on_host(s) for s in operands):
+        return 0, shape.byte_size
+    return 0, 0
+
+
+def _between(source: Shape, destination: Shape) -> tuple[int, int]:
+    if _on_host(destination) and not _on_host(source):
+        return source.byte_size, 0
+    if _on_host(source) and not _on_host(destination):
+        return 0, destination.byte_size
+    return 0, 0
+
+
+def _on_host(shape: Shape) -> bool:
+    """True when every array leaf of `shape` lives in host memory."""
+    leaves = [leaf for _, leaf in shape.leaves() if leaf.is_array]
+    return bool(leaves) and all(leaf.memory_space == HOST_SPACE for leaf in leaves)
