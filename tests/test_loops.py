@@ -121,3 +121,43 @@ def test_scan_costs_what_the_unrolled_program_costs(compiled_loops, program) -> 
     assert result.total.flops == pytest.approx(compiled["unrolled_flops"], rel=0.02)
     assert result.total.transcendentals == pytest.approx(compiled["unrolled_transcendentals"],
                                                          rel=0.02)
+
+
+_COPIED_COUNTER = """HloModule m, is_scheduled=true
+
+%cond (s: (s32[], f32[4])) -> pred[] {
+  %s = (s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%body (s: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %s = (s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[4] get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %y = f32[4] add(%x, %x)
+  ROOT %t = (s32[], f32[4]) tuple(%next, %y)
+}
+
+ENTRY %main (p: f32[4]) -> (s32[], f32[4]) {
+  %p = f32[4] parameter(0)
+  %zero = s32[] constant(0)
+  %start = s32[] copy(%zero)
+  %init = (s32[], f32[4]) tuple(%start, %p)
+  ROOT %w = (s32[], f32[4]) while(%init), condition=%cond, body=%body
+}
+"""
+
+
+def test_trip_count_inferred_through_a_copied_counter() -> None:
+    """libtpu writes the counter's start as copy(constant(0)) and no known_trip_count."""
+    import hloscope
+
+    result = hloscope.flops(hloscope.load(_COPIED_COUNTER))
+    (loop,) = result.loops
+    assert (loop.trip_count, loop.source) == (5, "inferred")
+    # body: 4 + 1 adds per iteration x 5; condition: 1 compare x 6 evaluations
+    assert result.total.flops == 5 * 5 + 6

@@ -127,7 +127,15 @@ def _initial_value(loop: Instruction, caller: ComputationGraph, index: int) -> i
     if initial.opcode != "tuple":
         return None
     elements = caller.operands(initial)
-    return _constant(elements[index]) if index < len(elements) else None
+    if index >= len(elements):
+        return None
+    value = elements[index]
+    while value.opcode in _VALUE_PRESERVING and caller.operands(value):
+        value = caller.operands(value)[0]  # libtpu starts counters from copy(constant(0))
+    return _constant(value)
+
+
+_VALUE_PRESERVING = ("copy", "bitcast", "reshape")
 
 
 def _step(body: ComputationGraph, index: int, graph_of: GraphOf) -> int | None:

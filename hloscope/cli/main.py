@@ -32,7 +32,7 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 DEBUG_VARIABLE = "HLOSCOPE_DEBUG"
 
-COMMAND_MODULES: tuple[str, ...] = ("inspect", "flops", "remat")
+COMMAND_MODULES: tuple[str, ...] = ("inspect", "flops", "remat", "memory", "build", "sweep")
 """Modules under hloscope.cli that each define `command`, e.g. ("inspect", "flops")."""
 
 

@@ -1,14 +1,22 @@
 """Workloads: the JAX programs hloscope compiles for CPU, TPU and GPU targets, and how it runs them.
 
 This is the only package that imports jax, and every compile runs in a child process (libtpu can
-crash a process, and the TPU and CUDA plugins initialise each other when loaded together):
+crash a process, and the TPU and CUDA plugins initialise each other when loaded together).
 
-- `config`: the transformer's configuration and closed-form parameter count (no jax),
-- `targets`: target strings (`cpu`, `tpu:v5e:2x2`, `gpu:h100:1x1x8`), the environment each needs,
-  deviceless topologies and meshes (jax imported lazily),
-- `transformer`: the GPT-style train step (imports jax; import it in child processes and tests),
-- `compiler`: lower + compile one function with abstract arguments and dump XLA's files (child),
-- `compile_job`: the child's entry point (`python -m hloscope.workloads.compile_job REQUEST`),
-- `runner`: `compile_in_subprocess`, the parent's side (no jax),
-- `results`: the dataclasses a compile produces (no jax).
+The model (jax only in `layers`, `remat`, `sharding`, `transformer`):
+- `config`: the transformer's configuration (GPT or Llama style, remat and sharding options) and
+  its closed-form parameter count; `presets`: tiny, gpt2-small, llama-1b/8b/70b;
+- `policies`: remat variant names (`full`, `nested:4`, `partial:16+unrolled`, `all`, ...);
+- `layers`, `remat`, `sharding`, `transformer`: the train step, built from abstract shapes.
+
+Compiling (no jax in the parent):
+- `targets`: target strings (`cpu`, `tpu:v5e:2x2`, `gpu:h100:1x1x8`), environments, meshes;
+- `compiler`, `compile_job`, `runner`, `results`: one compile in a child process, as a result;
+- `build`: one variant compiled into a build folder (manifest, analyses, optimized HLO, dump);
+- `cache`: build folders by content hash; `fingerprint`: programs equal up to metadata.
+
+Sweeping (no jax):
+- `figures`: what a build's HLO and verdict say (fit, memory, FLOPs, recompute, offload);
+- `roofline`: the per-device step-time estimate; `ranking`: the winner and the reasons;
+- `search`: the batch plans (`--search batch`); `sweep`: worker processes and scheduling.
 """

@@ -1,13 +1,23 @@
 """The transformer workload's configuration and its closed-form parameter count (no jax here).
 
-The model is GPT-2 style: learned token and position embeddings, pre-LayerNorm blocks of causal
-multi-head attention and a GELU MLP, a final LayerNorm, and an unembedding tied to the token
-embedding. With `d_ff = 4 * d_model` its parameter count is the closed form
+One decoder-only transformer, in two styles chosen field by field:
 
-    N = h*v + L*(12h^2 + 13h) + 2h + s*h
+- GPT-2 style (the defaults): learned token and position embeddings, pre-LayerNorm blocks of
+  causal multi-head attention with a fused QKV projection and a GELU MLP, biases everywhere, a
+  final LayerNorm, and an unembedding tied to the token embedding. With `d_ff = 4 * d_model` its
+  parameter count is the closed form
 
-(h = d_model, v = vocab, L = n_layers, s = seq_len): per block 4h^2 + 4h for attention (QKV and
-output projections with biases), 8h^2 + 5h for the MLP, 4h for two LayerNorms.
+      N = h*v + L*(12h^2 + 13h) + 2h + s*h
+
+  (h = d_model, v = vocab, L = n_layers, s = seq_len): per block 4h^2 + 4h for attention, 8h^2 +
+  5h for the MLP, 4h for two LayerNorms.
+- Llama style: RMSNorm, separate Q/K/V projections with grouped-query attention (`n_kv_heads`
+  key/value heads), rotary positions, a SwiGLU MLP (gate, up, down), no biases, and an untied
+  unembedding (Llama 3.2 1B ties it).
+
+Program options live here too, because they change the compiled program: `scan_layers`, the
+remat policy (`remat`, with `remat_block` for a nested "checkpointing scan" and `remat_layers` for
+partial remat of the first N layers) and the sharding (`tensor_parallel`, `fsdp`).
 """
 from __future__ import annotations
 
@@ -16,8 +26,18 @@ from typing import Any
 
 from hloscope.errors import UsageError
 
-REMAT_POLICIES = ("none", "full")
+REMAT_POLICIES = ("none", "full", "nothing_saveable", "dots_saveable",
+                  "dots_with_no_batch_dims_saveable", "save_named", "offload_named")
+"""`full` is `jax.checkpoint` with its default policy; the others name `jax.checkpoint_policies`
+(`save_named` / `offload_named`: save_only_these_names / save_and_offload_only_these_names of
+SAVED_NAMES)."""
+SAVED_NAMES = ("qkv", "attn_out", "mlp_hidden")
+"""The `checkpoint_name`s the block gives its activations (Q/K/V projections, attention output
+before the output projection, the MLP's hidden activation)."""
 DTYPES = ("float32", "bfloat16", "float16")
+NORMS = ("layernorm", "rmsnorm")
+ACTIVATIONS = ("gelu", "swiglu")
+POSITIONS = ("learned", "rotary")
 
 
 @dataclass(frozen=True)
@@ -47,23 +67,75 @@ class TransformerConfig:
     scan_layers: bool = False
     remat: str = "none"
     optimizer: AdamWConfig = AdamWConfig()
+    n_kv_heads: int | None = None  # None: as many as n_heads (multi-head attention)
+    norm: str = "layernorm"
+    activation: str = "gelu"
+    positions: str = "learned"
+    tie_embeddings: bool = True
+    biases: bool = True
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
+    remat_block: int = 0  # > 0: nested scan remat, scan(remat(scan(remat(block)))) of this size
+    remat_layers: int | None = None  # partial remat: only the first N layers; None = all
+    tensor_parallel: int = 1  # size of the "tensor" mesh axis; "data" gets the other devices
+    fsdp: bool = False  # shard parameters and optimizer state over the "data" axis
 
     def __post_init__(self) -> None:
-        if self.d_model % self.n_heads:
-            raise UsageError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
-        if self.remat not in REMAT_POLICIES:
-            raise UsageError(f"unknown remat {self.remat!r}; known: {', '.join(REMAT_POLICIES)}")
+        _check_choice("remat", self.remat, REMAT_POLICIES)
         for dtype in (self.param_dtype, self.compute_dtype):
-            if dtype not in DTYPES:
-                raise UsageError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
+            _check_choice("dtype", dtype, DTYPES)
+        _check_choice("norm", self.norm, NORMS)
+        _check_choice("activation", self.activation, ACTIVATIONS)
+        _check_choice("positions", self.positions, POSITIONS)
         sizes = (self.d_model, self.n_layers, self.n_heads, self.d_ff, self.vocab, self.seq_len,
-                 self.batch)
+                 self.batch, self.kv_heads, self.tensor_parallel)
         if min(sizes) < 1:
             raise UsageError("every size of a transformer config must be positive")
+        self._check_heads()
+        self._check_remat_options()
+
+    def _check_heads(self) -> None:
+        if self.d_model % self.n_heads:
+            raise UsageError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        if self.n_heads % self.kv_heads:
+            raise UsageError(f"n_heads {self.n_heads} is not a multiple of n_kv_heads "
+                             f"{self.kv_heads}")
+        if self.positions == "rotary" and self.head_dim % 2:
+            raise UsageError(f"rotary positions need an even head dimension, not {self.head_dim}")
+
+    def _check_remat_options(self) -> None:
+        if self.remat_block:
+            if not self.scan_layers:
+                raise UsageError("nested scan remat (remat_block) needs scan_layers")
+            if self.remat_block < 1 or self.n_layers % self.remat_block:
+                raise UsageError(f"remat block {self.remat_block} does not divide "
+                                 f"{self.n_layers} layers")
+        if self.remat_layers is not None and not 0 <= self.remat_layers <= self.n_layers:
+            raise UsageError(f"cannot remat {self.remat_layers} of {self.n_layers} layers")
+        if self.remat == "none" and (self.remat_block or self.remat_layers is not None):
+            raise UsageError("remat_block and remat_layers need a remat policy other than none")
+        if self.remat_block and self.remat_layers is not None:
+            raise UsageError("nested scan remat and partial remat cannot be combined")
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def rematted_layers(self) -> int:
+        """How many layers run under jax.checkpoint."""
+        if self.remat == "none":
+            return 0
+        return self.n_layers if self.remat_layers is None else self.remat_layers
+
+    @property
+    def tokens(self) -> int:
+        """Tokens per step (global batch x sequence length)."""
+        return self.batch * self.seq_len
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,21 +152,59 @@ class TransformerConfig:
         return cls(**values)
 
 
-def block_param_count(d_model: int, d_ff: int) -> int:
-    """Parameters of one block: attention, MLP and two LayerNorms (weights and biases)."""
-    attention = 4 * d_model * d_model + 4 * d_model
-    mlp = 2 * d_model * d_ff + d_ff + d_model
-    return attention + mlp + 4 * d_model
+def _check_choice(what: str, value: str, known: tuple[str, ...]) -> None:
+    if value not in known:
+        raise UsageError(f"unknown {what} {value!r}; known: {', '.join(known)}")
+
+
+def norm_param_count(config: TransformerConfig) -> int:
+    """One normalisation layer: a scale, plus a bias for LayerNorm."""
+    return config.d_model * (2 if config.norm == "layernorm" else 1)
+
+
+def attention_param_count(config: TransformerConfig) -> int:
+    """Q and output projections h x h, K and V h x (kv_heads * head_dim), optional biases."""
+    h, kv = config.d_model, config.kv_heads * config.head_dim
+    weights = 2 * h * h + 2 * h * kv
+    return weights + (2 * h + 2 * kv if config.biases else 0)
+
+
+def mlp_param_count(config: TransformerConfig) -> int:
+    """GELU: fc h x f and proj f x h; SwiGLU: gate, up and down; optional biases."""
+    h, f = config.d_model, config.d_ff
+    if config.activation == "swiglu":
+        return 3 * h * f + (2 * f + h if config.biases else 0)
+    return 2 * h * f + (f + h if config.biases else 0)
+
+
+def block_param_count_of(config: TransformerConfig) -> int:
+    """Parameters of one block: attention, MLP and two norms."""
+    return attention_param_count(config) + mlp_param_count(config) + 2 * norm_param_count(config)
+
+
+def embedding_param_count(config: TransformerConfig) -> int:
+    """Token embedding, the learned position table, and the unembedding when it is untied."""
+    h = config.d_model
+    count = config.vocab * h
+    if config.positions == "learned":
+        count += config.seq_len * h
+    if not config.tie_embeddings:
+        count += config.vocab * h
+    return count
 
 
 def param_count(config: TransformerConfig) -> int:
-    """Parameters of the model for any d_ff (the unembedding is tied: counted once)."""
-    h = config.d_model
-    embeddings = config.vocab * h + config.seq_len * h
-    return embeddings + config.n_layers * block_param_count(h, config.d_ff) + 2 * h
+    """Parameters of the model, for either style and any d_ff."""
+    blocks = config.n_layers * block_param_count_of(config)
+    return embedding_param_count(config) + blocks + norm_param_count(config)
+
+
+def block_param_count(d_model: int, d_ff: int) -> int:
+    """Parameters of one GPT-style block: attention, MLP and two LayerNorms (with biases)."""
+    return block_param_count_of(TransformerConfig(d_model=d_model, n_heads=1, d_ff=d_ff))
 
 
 def closed_form_param_count(d_model: int, vocab: int, n_layers: int, seq_len: int) -> int:
-    """N = h*v + L*(12h^2 + 13h) + 2h + s*h, the count when d_ff = 4h."""
+    """N = h*v + L*(12h^2 + 13h) + 2h + s*h, the GPT count when d_ff = 4h."""
     h = d_model
     return h * vocab + n_layers * (12 * h * h + 13 * h) + 2 * h + seq_len * h

@@ -1,21 +1,20 @@
-"""A small but real GPT-style train step: forward, cross-entropy, gradients and hand-written AdamW.
+"""The train step: forward, cross-entropy, gradients and hand-written AdamW, from abstract shapes.
 
-Built from abstract shapes (`jax.ShapeDtypeStruct`), so lowering allocates nothing and configs of
-any size compile deviceless. The state holds the parameters in `param_dtype`, fp32 master weights
-(only when `param_dtype` is not float32: otherwise the parameters are the master copy) and fp32
-AdamW moments: 16 bytes per parameter for bf16 parameters with their gradients, as in the ZeRO
-paper. Weight decay applies to every parameter (kept simple; GPT recipes usually skip biases).
+Built from `jax.ShapeDtypeStruct`s, so lowering allocates nothing and configs of any size (70B)
+compile deviceless. The state holds the parameters in `param_dtype`, fp32 master weights (only
+when `param_dtype` is not float32: otherwise the parameters are the master copy) and fp32 AdamW
+moments: 16 bytes per parameter for bf16 parameters with their gradients, as in the ZeRO paper.
+Weight decay applies to every parameter (kept simple; recipes usually skip norms and biases).
 
 Program structure the analyses rely on:
 - unrolled layers run under `jax.named_scope(f"layer_{i}")`, so op names carry the layer index;
-- `scan_layers=True` stacks the block parameters on a leading axis and runs `lax.scan` (a
-  `while` loop in HLO) under `jax.named_scope("layers")`;
-- `remat="full"` wraps each block in `jax.checkpoint` (prevent_cse left at its default, True).
+  scanned layers stack their parameters on a leading axis and run `lax.scan` (a `while` loop in
+  HLO) under `named_scope("layers")` (see `remat` for partial and nested layouts);
+- the optimizer update runs under `named_scope("optimizer")`;
+- the state is donated: its outputs alias its inputs.
 
-Data parallel only for now: the batch is split over every mesh axis, parameters are replicated,
-and the state is donated (its outputs alias its inputs).
-
-This module imports jax at the top: import it only in child processes and tests.
+Blocks are GPT- or Llama-style by config (`layers`); sharding is by config (`sharding`). This
+module imports jax at the top: import it only in child processes and tests.
 """
 from __future__ import annotations
 
@@ -26,13 +25,16 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import Mesh
 
 from hloscope.errors import UsageError
+from hloscope.workloads import sharding
 from hloscope.workloads.config import TransformerConfig
+from hloscope.workloads.layers import block, norm
+from hloscope.workloads.remat import layer_groups, run_layers
 
 Tree = Any
+Shape = tuple[int, ...]
 
 
 class TrainState(NamedTuple):
@@ -52,45 +54,98 @@ class CompileSpec:
     donate_argnums: tuple[int, ...] = ()
 
 
-def block_shapes(config: TransformerConfig) -> dict[str, Any]:
+def _norm_shapes(config: TransformerConfig) -> dict[str, Shape]:
+    h = config.d_model
+    return {"scale": (h,), "bias": (h,)} if config.norm == "layernorm" else {"scale": (h,)}
+
+
+def _linear(n_in: int, n_out: int, config: TransformerConfig) -> dict[str, Shape]:
+    return {"w": (n_in, n_out), "b": (n_out,)} if config.biases else {"w": (n_in, n_out)}
+
+
+def _attention_shapes(config: TransformerConfig) -> dict[str, Any]:
+    h, kv = config.d_model, config.kv_heads * config.head_dim
+    if config.kv_heads == config.n_heads:  # multi-head attention: one fused projection
+        return {"qkv": _linear(h, 3 * h, config), "out": _linear(h, h, config)}
+    return {"q": _linear(h, h, config), "k": _linear(h, kv, config),
+            "v": _linear(h, kv, config), "out": _linear(h, h, config)}
+
+
+def _mlp_shapes(config: TransformerConfig) -> dict[str, Any]:
     h, f = config.d_model, config.d_ff
-    return {
-        "ln1": {"scale": (h,), "bias": (h,)},
-        "attn": {"qkv": {"w": (h, 3 * h), "b": (3 * h,)}, "out": {"w": (h, h), "b": (h,)}},
-        "ln2": {"scale": (h,), "bias": (h,)},
-        "mlp": {"fc": {"w": (h, f), "b": (f,)}, "proj": {"w": (f, h), "b": (h,)}},
-    }
+    if config.activation == "swiglu":
+        return {"gate": _linear(h, f, config), "up": _linear(h, f, config),
+                "down": _linear(f, h, config)}
+    return {"fc": _linear(h, f, config), "proj": _linear(f, h, config)}
+
+
+def block_shapes(config: TransformerConfig) -> dict[str, Any]:
+    return {"ln1": _norm_shapes(config), "attn": _attention_shapes(config),
+            "ln2": _norm_shapes(config), "mlp": _mlp_shapes(config)}
 
 
 def param_shapes(config: TransformerConfig) -> dict[str, Any]:
-    """Nested dict of shapes; `layers` is a list of blocks, or one stacked block when scanned."""
-    block = block_shapes(config)
-    if config.scan_layers:
-        layers: Any = jax.tree.map(lambda s: (config.n_layers, *s), block, is_leaf=_is_shape)
-    else:
-        layers = [block for _ in range(config.n_layers)]
-    h = config.d_model
-    return {
-        "embed": {"tokens": (config.vocab, h), "positions": (config.seq_len, h)},
-        "layers": layers,
-        "final_norm": {"scale": (h,), "bias": (h,)},
-    }
+    """Nested dict of shapes. `layers`: a list of blocks (unrolled), one stacked block (scanned),
+    or a list of stacked blocks (scanned partial remat: see `remat.layer_groups`)."""
+    shapes: dict[str, Any] = {"embed": {"tokens": (config.vocab, config.d_model)}}
+    if config.positions == "learned":
+        shapes["embed"]["positions"] = (config.seq_len, config.d_model)
+    shapes["layers"] = _layer_shapes(config)
+    shapes["final_norm"] = _norm_shapes(config)
+    if not config.tie_embeddings:
+        shapes["unembed"] = {"w": (config.d_model, config.vocab)}
+    return shapes
+
+
+def _layer_shapes(config: TransformerConfig) -> Any:
+    one = block_shapes(config)
+    if not config.scan_layers:
+        return [one for _ in range(config.n_layers)]
+    stacks = [jax.tree.map(lambda s, n=group.count: (n, *s), one, is_leaf=_is_shape)
+              for group in layer_groups(config)]
+    return stacks if len(stacks) > 1 else stacks[0]
 
 
 def _is_shape(node: Any) -> bool:
     return isinstance(node, tuple) and all(isinstance(d, int) for d in node)
 
 
-def abstract_params(config: TransformerConfig, dtype: Any, sharding: Any = None) -> Tree:
-    return jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, dtype, sharding=sharding),
-                        param_shapes(config), is_leaf=_is_shape)
+def _path_names(path: Any) -> tuple[str, ...]:
+    return tuple(str(getattr(key, "key", getattr(key, "idx", key))) for key in path)
 
 
-def abstract_state(config: TransformerConfig, sharding: Any = None) -> TrainState:
-    params = abstract_params(config, jnp.dtype(config.param_dtype), sharding)
-    fp32 = abstract_params(config, jnp.float32, sharding)
+def param_shardings(config: TransformerConfig, mesh: Mesh | None) -> Tree:
+    """A tree of NamedShardings matching param_shapes (None without a mesh)."""
+    if mesh is None:
+        return jax.tree.map(lambda s: None, param_shapes(config), is_leaf=_is_shape)
+    stacked = 1 if config.scan_layers else 0
+
+    def spec(path: Any, shape: Shape) -> Any:
+        names = _path_names(path)
+        layer_axes = stacked if names[0] == "layers" else 0
+        return sharding.named(mesh, sharding.param_spec(names, shape, layer_axes, config, mesh))
+
+    return jax.tree_util.tree_map_with_path(spec, param_shapes(config), is_leaf=_is_shape)
+
+
+def abstract_params(config: TransformerConfig, dtype: Any, shardings: Any = None) -> Tree:
+    """ShapeDtypeStructs of the parameters; `shardings` is one sharding or a matching tree."""
+    shapes = param_shapes(config)
+    if shardings is None or not isinstance(shardings, dict):
+        return jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, dtype, sharding=shardings), shapes,
+                            is_leaf=_is_shape)
+    return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s, dtype, sharding=sh), shapes,
+                        shardings, is_leaf=_is_shape)
+
+
+def abstract_state(config: TransformerConfig, shardings: Any = None,
+                   step_sharding: Any = None) -> TrainState:
+    params = abstract_params(config, jnp.dtype(config.param_dtype), shardings)
+    fp32 = abstract_params(config, jnp.float32, shardings)
     master = None if config.param_dtype == "float32" else fp32
-    step = jax.ShapeDtypeStruct((), jnp.int32, sharding=sharding)
+    if step_sharding is None and not isinstance(shardings, dict):
+        step_sharding = shardings
+    step = jax.ShapeDtypeStruct((), jnp.int32, sharding=step_sharding)
     return TrainState(params, master, fp32, fp32, step)
 
 
@@ -101,7 +156,7 @@ def abstract_batch(config: TransformerConfig, sharding: Any = None) -> dict[str,
 
 
 def init_params(config: TransformerConfig, key: jax.Array) -> Tree:
-    """Real parameters (normal(0.02) weights, zero biases, unit LayerNorm scales)."""
+    """Real parameters (normal(0.02) weights, zero biases, unit norm scales)."""
     shapes = param_shapes(config)
     leaves, treedef = jax.tree.flatten_with_path(shapes, is_leaf=_is_shape)
     keys = jax.random.split(key, len(leaves))
@@ -111,8 +166,8 @@ def init_params(config: TransformerConfig, key: jax.Array) -> Tree:
     return jax.tree.unflatten(treedef, values)
 
 
-def _init_leaf(path: Any, shape: tuple[int, ...], key: jax.Array, dtype: Any) -> jax.Array:
-    name = str(getattr(path[-1], "key", path[-1]))
+def _init_leaf(path: Any, shape: Shape, key: jax.Array, dtype: Any) -> jax.Array:
+    name = _path_names(path)[-1]
     if name == "scale":
         return jnp.ones(shape, dtype)
     if name in ("b", "bias"):
@@ -120,69 +175,33 @@ def _init_leaf(path: Any, shape: tuple[int, ...], key: jax.Array, dtype: Any) ->
     return (0.02 * jax.random.normal(key, shape, jnp.float32)).astype(dtype)
 
 
-def layer_norm(x: jax.Array, p: Tree, eps: float = 1e-5) -> jax.Array:
-    x32 = x.astype(jnp.float32)
-    mean = x32.mean(-1, keepdims=True)
-    var = jnp.square(x32 - mean).mean(-1, keepdims=True)
-    normed = (x32 - mean) * jax.lax.rsqrt(var + eps)
-    return (normed * p["scale"].astype(jnp.float32) + p["bias"].astype(jnp.float32)).astype(x.dtype)
-
-
-def dense(x: jax.Array, p: Tree) -> jax.Array:
-    return x @ p["w"].astype(x.dtype) + p["b"].astype(x.dtype)
-
-
-def attention(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
-    batch, seq, _ = x.shape
-    heads = (batch, seq, config.n_heads, config.head_dim)
-    q, k, v = (t.reshape(heads) for t in jnp.split(dense(x, p["qkv"]), 3, axis=-1))
-    scores = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32) / math.sqrt(config.head_dim)
-    causal = jnp.tril(jnp.ones((seq, seq), dtype=bool))
-    scores = jnp.where(causal, scores, jnp.finfo(jnp.float32).min)
-    probs = jax.nn.softmax(scores, axis=-1).astype(x.dtype)
-    out = jnp.einsum("bhqk,bkhd->bqhd", probs, v).reshape(batch, seq, config.d_model)
-    return dense(out, p["out"])
-
-
-def mlp(x: jax.Array, p: Tree) -> jax.Array:
-    return dense(jax.nn.gelu(dense(x, p["fc"]), approximate=True), p["proj"])
-
-
-def block(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
-    x = x + attention(layer_norm(x, p["ln1"]), p["attn"], config)
-    return x + mlp(layer_norm(x, p["ln2"]), p["mlp"])
-
-
-def _block_fn(config: TransformerConfig) -> Callable[[jax.Array, Tree], jax.Array]:
-    def run_block(x: jax.Array, p: Tree) -> jax.Array:
-        return block(x, p, config)
-
-    return jax.checkpoint(run_block) if config.remat == "full" else run_block
-
-
-def run_layers(x: jax.Array, layers: Tree, config: TransformerConfig) -> jax.Array:
-    block_fn = _block_fn(config)
-    if config.scan_layers:
-        with jax.named_scope("layers"):
-            x, _ = jax.lax.scan(lambda carry, p: (block_fn(carry, p), None), x, layers)
-        return x
-    for index, layer in enumerate(layers):
-        with jax.named_scope(f"layer_{index}"):
-            x = block_fn(x, layer)
-    return x
-
-
-def forward(params: Tree, tokens: jax.Array, config: TransformerConfig) -> jax.Array:
-    """Logits [batch, seq, vocab] in the compute dtype; the unembedding is the token embedding."""
+def forward(params: Tree, tokens: jax.Array, config: TransformerConfig,
+            mesh: Mesh | None = None) -> jax.Array:
+    """Logits [batch, seq, vocab] in the compute dtype."""
     dtype = jnp.dtype(config.compute_dtype)
     embed = params["embed"]
-    x = (embed["tokens"][tokens] + embed["positions"][None, : tokens.shape[1]]).astype(dtype)
-    x = layer_norm(run_layers(x, params["layers"], config), params["final_norm"])
-    return jnp.einsum("bsh,vh->bsv", x, embed["tokens"].astype(dtype))
+    x = embed["tokens"][tokens]
+    if config.positions == "learned":
+        x = x + embed["positions"][None, : tokens.shape[1]]
+    x = _constrain(x.astype(dtype), mesh, config)
+
+    def run_block(x: jax.Array, p: Tree) -> jax.Array:
+        return _constrain(block(x, p, config), mesh, config)
+
+    x = run_layers(x, params["layers"], config, run_block)
+    x = norm(x, params["final_norm"], config)
+    if config.tie_embeddings:
+        return jnp.einsum("bsh,vh->bsv", x, embed["tokens"].astype(dtype))
+    return x @ params["unembed"]["w"].astype(dtype)
 
 
-def loss_fn(params: Tree, batch: dict[str, jax.Array], config: TransformerConfig) -> jax.Array:
-    logits = forward(params, batch["tokens"], config).astype(jnp.float32)
+def _constrain(x: jax.Array, mesh: Mesh | None, config: TransformerConfig) -> jax.Array:
+    return x if mesh is None else sharding.constrain(x, mesh, config, sharding.DATA)
+
+
+def loss_fn(params: Tree, batch: dict[str, jax.Array], config: TransformerConfig,
+            mesh: Mesh | None = None) -> jax.Array:
+    logits = forward(params, batch["tokens"], config, mesh).astype(jnp.float32)
     log_probs = jax.nn.log_softmax(logits, axis=-1)
     picked = jnp.take_along_axis(log_probs, batch["targets"][..., None], axis=-1)
     return -picked.mean()
@@ -208,13 +227,17 @@ def adamw_update(state: TrainState, grads: Tree, config: TransformerConfig) -> T
     return TrainState(params, None if state.master is None else master, mu, nu, step)
 
 
-def train_step_fn(config: TransformerConfig) -> Callable[..., Any]:
-    """The train step as a function named `train_step` (its HLO module is `jit_train_step`)."""
+def train_step_fn(config: TransformerConfig, mesh: Mesh | None = None,
+                  state_shardings: Any = None) -> Callable[..., Any]:
+    """The train step as a function named `train_step` (its HLO module is `jit_train_step`).
+    With `state_shardings`, the new state is constrained to the old one's shardings."""
 
     def train_step(state: TrainState, batch: dict[str, jax.Array]) -> tuple[TrainState, Any]:
-        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, config)
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, config, mesh)
         with jax.named_scope("optimizer"):
             new_state = adamw_update(state, grads, config)
+        if state_shardings is not None:
+            new_state = jax.lax.with_sharding_constraint(new_state, state_shardings)
         return new_state, {"loss": loss}
 
     return train_step
@@ -223,14 +246,20 @@ def train_step_fn(config: TransformerConfig) -> Callable[..., Any]:
 def build_train_step(mesh: Mesh, **config_values: Any) -> CompileSpec:
     """The compile job's builder: train step, abstract sharded state and batch, donated state."""
     config = TransformerConfig.from_dict(config_values)
-    devices = mesh.devices.size
-    if config.batch % devices:
-        raise UsageError(f"batch {config.batch} does not split over {devices} devices")
-    replicated = NamedSharding(mesh, P())
-    split = NamedSharding(mesh, P(tuple(mesh.axis_names)))
-    state = abstract_state(config, replicated)
-    batch = abstract_batch(config, split)
-    return CompileSpec(train_step_fn(config), (state, batch), donate_argnums=(0,))
+    mesh = sharding.train_mesh(mesh, config)
+    data = sharding.data_size(mesh)
+    if config.batch % data:
+        raise UsageError(f"batch {config.batch} does not split over {data} devices")
+    if not sharding.is_sharded(config):
+        state = abstract_state(config, sharding.replicated(mesh))
+        return CompileSpec(train_step_fn(config), (state, abstract_batch(
+            config, sharding.batch_sharding(mesh))), donate_argnums=(0,))
+    shardings = param_shardings(config, mesh)
+    state = abstract_state(config, shardings, sharding.replicated(mesh))
+    state_shardings = jax.tree.map(lambda leaf: leaf.sharding, state)
+    step = train_step_fn(config, mesh, state_shardings)
+    return CompileSpec(step, (state, abstract_batch(config, sharding.batch_sharding(mesh))),
+                       donate_argnums=(0,))
 
 
 def leaf_count(tree: Tree) -> int:

@@ -1,0 +1,145 @@
+"""The Reports of `hloscope sweep` and `hloscope build`."""
+from __future__ import annotations
+
+from typing import Any
+
+from hloscope.reports.report import Column, Quantity, Report, Table
+from hloscope.workloads.build import Build
+from hloscope.workloads.figures import VariantFigures
+from hloscope.workloads.sweep import SweepResult
+
+_VARIANT_COLUMNS = [
+    Column("variant", "variant"),
+    Column("outcome", "outcome"),
+    Column("fits", "fits"),
+    Column("batch", "batch", "int"),
+    Column("required_bytes", "memory", "bytes"),
+    Column("memory_fraction", "of capacity", "percent"),
+    Column("live_peak_bytes", "live peak", "bytes"),
+    Column("compile_seconds", "compile s", "int"),
+    Column("total_flops", "FLOPs/device", "flops"),
+    Column("recompute_overhead", "recompute", "percent"),
+    Column("to_host_bytes", "offloaded", "bytes"),
+    Column("step_seconds", "est. step s", "int"),
+    Column("tokens_per_second", "tokens/s", "int"),
+    Column("reason", "reason"),
+]
+_PROBE_COLUMNS = [Column("variant", "variant"), Column("batch", "batch", "int"),
+                  Column("status", "status"), Column("fits", "fits")]
+
+
+def sweep_report(result: SweepResult) -> Report:
+    data = result.to_dict()
+    tables = [Table("variants", "Variants (figures per device; see the notes)",
+                    _VARIANT_COLUMNS, [_shown(row) for row in data["variants"]])]
+    if result.request.search_batch:
+        tables.append(Table("probes", "Batch search: every compile", _PROBE_COLUMNS,
+                            [{"variant": row["variant"], **probe} for row in data["variants"]
+                             for probe in row["probes"]]))
+    return Report(name="sweep", title=_title(data), summary=_summary(data), tables=tables,
+                  notes=_notes(result, data), data=data)
+
+
+def _title(data: dict[str, Any]) -> str:
+    winner = f"winner {data['winner']!r}" if data["winner"] else "no variant fits"
+    return f"Sweep: {data['model']} on {data['target']} — {winner}"
+
+
+def _summary(data: dict[str, Any]) -> list:
+    config = data["config"]
+    winner_row = next((row for row in data["variants"] if row["variant"] == data["winner"]), None)
+    batch = "searched (largest that fits, per variant)" if data["search"] else config["batch"]
+    return [
+        ("model", f"{data['model']}: {data['parameters']:,} parameters, {config['n_layers']} "
+                  f"layers, d_model {config['d_model']}, seq {config['seq_len']}"),
+        ("target", f"{data['target']} ({data['devices']} x {data['device']})"),
+        ("capacity per device", Quantity(data["capacity_bytes"], "bytes")),
+        ("global batch", batch),
+        ("sharding", _sharding(config)),
+        ("compiles", f"{data['compiles']} compiled, {data['cache_hits']} from the cache, "
+                     f"{data['wall_seconds']:.0f} s"),
+        ("winner", repr(data["winner"]) if data["winner"] else "none: no variant fits"),
+        ("why", winner_row["reason"] if winner_row else ""),
+    ]
+
+
+def _sharding(config: dict[str, Any]) -> str:
+    parts = ["FSDP" if config["fsdp"] else "replicated parameters"]
+    if config["tensor_parallel"] > 1:
+        parts.append(f"tensor parallel {config['tensor_parallel']}")
+    return ", ".join(parts)
+
+
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    shown = dict(row)
+    if row["fits"] is None:
+        shown["fits"] = "?"
+    if row["tokens_per_second"] is not None:
+        shown["tokens_per_second"] = round(row["tokens_per_second"])
+    if row["step_seconds"] is not None and row["estimate_missing"]:
+        shown["step_seconds"] = f">= {row['step_seconds']:.3f}"
+    return shown
+
+
+def _notes(result: SweepResult, data: dict[str, Any]) -> list[str]:
+    notes = list(result.notes)
+    notes.append("memory: the device memory XLA's buffer assignment needs (the default memory "
+                 "space of its memory-usage report: what libtpu compares with the usable HBM); "
+                 "live peak: hloscope's count of logical buffers live at once, a different "
+                 "figure. Fit on TPU is libtpu's verdict; on GPU the memory against 75% of the "
+                 "device's (JAX's default).")
+    notes.append("est. step: roofline per device, max(FLOPs / peak, HBM bytes / bandwidth) + "
+                 "collective bytes / interconnect + host transfers / host link; '>=' marks a "
+                 "lower bound (a device figure is unknown).")
+    notes += _disagreements(data["variants"])
+    failed = [row for row in data["variants"] if row["analysis_error"]]
+    notes += [f"{row['variant']}: hloscope could not analyse the program: "
+              f"{row['analysis_error']}" for row in failed]
+    return notes
+
+
+def _disagreements(rows: list[dict[str, Any]]) -> list[str]:
+    """Notes for variants whose memory figures predict another fit than the verdict."""
+    notes = []
+    for key, figure in (("predicted_fits", "memory"), ("live_peak_fits", "live peak")):
+        notes += [f"{row['variant']}: its {figure} says it {_fit_word(row[key])}, the verdict is "
+                  f"that it {_fit_word(row['fits'])}" for row in rows
+                  if None not in (row[key], row["fits"]) and row[key] != row["fits"]]
+    return notes
+
+
+def _fit_word(fits: bool) -> str:
+    return "fits" if fits else "does not fit"
+
+
+def build_report(build: Build, figures: VariantFigures) -> Report:
+    manifest = build.manifest
+    return Report(
+        name="build",
+        title=f"Build: {manifest['model']} / {manifest['variant']} for {manifest['target']}",
+        summary=_build_summary(build, figures),
+        notes=[f"error: {manifest['error']}"] if manifest["error"] else [],
+        data={"folder": str(build.folder), "manifest": manifest, "figures": figures.to_dict()},
+    )
+
+
+def _build_summary(build: Build, figures: VariantFigures) -> list:
+    manifest = build.manifest
+    hlo = figures.hlo
+    return [
+        ("status", figures.status),
+        ("fits", "unknown" if figures.fits is None else figures.fits),
+        ("  decided by", figures.fit_source),
+        ("folder", str(build.folder)),
+        ("parameters", manifest["parameters"]),
+        ("global batch", figures.batch),
+        ("device memory needed", Quantity(figures.required_bytes, "bytes")),
+        ("  from", figures.required_source),
+        ("capacity", Quantity(figures.capacity_bytes, "bytes")),
+        ("live peak", Quantity(hlo.live_peak_bytes if hlo else None, "bytes")),
+        ("compile seconds", Quantity(figures.compile_seconds, "int")),
+        ("FLOPs per device", Quantity(hlo.total_flops if hlo else None, "flops")),
+        ("recompute overhead", Quantity(hlo.recompute_overhead if hlo else None, "percent")),
+        ("estimated step seconds", Quantity(figures.step_seconds, "int")),
+        ("fingerprint", figures.fingerprint),
+    ]

@@ -1,0 +1,184 @@
+"""One build: compile one model variant for one target into a folder that explains it (no jax).
+
+A build folder holds
+
+    manifest.json          what was built (model, variant, target, config, parameter count,
+                           cache key, versions), the verdict (ok / oom / error / crash / timeout,
+                           with XLA's error text), compile times and the program's fingerprint
+    memory_analysis.json   XLA's memory_analysis() figures (null when the compile failed)
+    cost_analysis.json     XLA's cost_analysis() figures (null on GPU and after failures)
+    optimized_hlo.txt      the main module's after-optimizations HLO (also after an OOM: libtpu
+                           dumps the program it could not fit)
+    dump/                  XLA's dump folder, as XLA wrote it
+    compile.log            the compile process's output
+
+An OOM is a result, not a failure of the build: the dump folder is what explains it. The compile
+runs in a child process (`runner.compile_in_subprocess`). `prepare_folder` refuses to reuse a
+non-empty folder unless told to (`--force`), so nothing is overwritten by accident.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hloscope import __version__
+from hloscope.errors import InputError, OutputExistsError
+from hloscope.workloads.compiler import package_versions
+from hloscope.workloads.config import TransformerConfig, param_count
+from hloscope.workloads.fingerprint import file_fingerprint
+from hloscope.workloads.results import CompileResult
+from hloscope.workloads.runner import TRANSFORMER_BUILDER, CompileRequest, compile_in_subprocess
+from hloscope.workloads.targets import parse_target
+
+MANIFEST_SCHEMA = "hloscope/build-manifest/v1"
+MODULE_NAME = "jit_train_step"
+MANIFEST, MEMORY, COST, HLO, DUMP, LOG = ("manifest.json", "memory_analysis.json",
+                                          "cost_analysis.json", "optimized_hlo.txt", "dump",
+                                          "compile.log")
+_WORKLOAD_SOURCES = ("config.py", "transformer.py", "layers.py", "remat.py", "sharding.py",
+                     "compiler.py", "compile_job.py", "targets.py")
+_MODULE_FILE = re.compile(r"^module_(\d+)\.(?P<name>[^.]+)\..*after_optimizations\.txt$")
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """What to compile: a model (preset name) variant, fully configured, for a target."""
+
+    model: str
+    variant: str
+    target: str
+    config: TransformerConfig
+    compiler_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def backend(self) -> str:
+        return parse_target(self.target).backend
+
+    def key_material(self) -> dict[str, Any]:
+        """Everything the compiled program depends on (the cache key is its hash)."""
+        return {"builder": TRANSFORMER_BUILDER, "config": self.config.to_dict(),
+                "target": parse_target(self.target).spec,
+                "compiler_options": self.compiler_options,
+                "versions": {**package_versions(self.backend), "hloscope": __version__,
+                             "workload_source": workload_source_hash()}}
+
+    def cache_key(self) -> str:
+        material = json.dumps(self.key_material(), sort_keys=True, default=str)
+        return hashlib.sha256(material.encode()).hexdigest()[:24]
+
+
+def workload_source_hash() -> str:
+    """A hash of the modules that define the compiled program (a checkout's edits count)."""
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in _WORKLOAD_SOURCES:
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Build:
+    """A build folder and what its manifest says."""
+
+    folder: Path
+    manifest: dict[str, Any]
+
+    @property
+    def result(self) -> CompileResult:
+        return CompileResult.from_dict({**self.manifest["compile"],
+                                        "dump_dir": str(self.folder / DUMP)})
+
+    @property
+    def hlo_path(self) -> Path | None:
+        path = self.folder / HLO
+        return path if path.exists() else None
+
+    @property
+    def config(self) -> TransformerConfig:
+        return TransformerConfig.from_dict(self.manifest["config"])
+
+
+def prepare_folder(folder: Path, force: bool) -> None:
+    """Creates `folder`; an existing non-empty one is removed with `force`, refused without."""
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        if not force:
+            raise OutputExistsError(f"{folder} exists and is not empty; use --force to replace it")
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        else:
+            folder.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+def run_build(spec: BuildSpec, folder: Path, timeout: float = 3600.0) -> Build:
+    """Compiles `spec` in a child process and writes the build folder (which must be empty)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    request = CompileRequest(spec.target, str(folder / DUMP), builder_kwargs=spec.config.to_dict(),
+                             compiler_options=spec.compiler_options)
+    result = compile_in_subprocess(request, timeout=timeout, log_path=folder / LOG)
+    return write_build(spec, result, folder)
+
+
+def write_build(spec: BuildSpec, result: CompileResult, folder: Path) -> Build:
+    hlo = main_module_hlo(folder / DUMP)
+    if hlo is not None:
+        shutil.copy2(hlo, folder / HLO)
+    _write_json(folder / MEMORY, None if result.memory is None else result.to_dict()["memory"])
+    _write_json(folder / COST, None if result.cost is None else result.to_dict()["cost"])
+    manifest = _manifest(spec, result, hlo)
+    _write_json(folder / MANIFEST, manifest)
+    return Build(folder, manifest)
+
+
+def _manifest(spec: BuildSpec, result: CompileResult, hlo: Path | None) -> dict[str, Any]:
+    compiled = result.to_dict()
+    compiled.pop("dump_dir", None)
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "hloscope_version": __version__,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "model": spec.model,
+        "variant": spec.variant,
+        "target": parse_target(spec.target).spec,
+        "config": spec.config.to_dict(),
+        "parameters": param_count(spec.config),
+        "cache_key": spec.cache_key(),
+        "key_material": spec.key_material(),
+        "status": result.status,
+        "error": result.error,
+        "fingerprint": None if hlo is None else file_fingerprint(hlo),
+        "files": {"dump": DUMP, "optimized_hlo": HLO if hlo else None, "memory_analysis": MEMORY,
+                  "cost_analysis": COST, "log": LOG, "dump_module": hlo.name if hlo else None},
+        "compile": compiled,
+    }
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def load_build(folder: Path) -> Build:
+    """The build in `folder`; InputError when it has no readable manifest."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise InputError(f"{folder}: not a build folder ({error})") from None
+    if manifest.get("schema") != MANIFEST_SCHEMA:
+        raise InputError(f"{folder / MANIFEST}: not a {MANIFEST_SCHEMA} manifest")
+    return Build(folder, manifest)
+
+
+def main_module_hlo(dump: Path, module_name: str = MODULE_NAME) -> Path | None:
+    """The after-optimizations HLO of `module_name` in a dump folder (the largest program of that
+    name when XLA compiled several), or None."""
+    if not dump.is_dir():
+        return None
+    candidates = [p for p in dump.iterdir() if p.is_file() and (m := _MODULE_FILE.match(p.name))
+                  and m.group("name") == module_name]
+    return max(candidates, key=lambda p: p.stat().st_size, default=None)

@@ -1,0 +1,123 @@
+"""The transformer block's math: norms, projections, rotary positions, attention and the MLP.
+
+Pure functions of arrays and parameter dicts, in the compute dtype with fp32 norms and softmax.
+Activations a remat policy may save are named with `checkpoint_name` (config.SAVED_NAMES): the
+Q/K/V projections `qkv`, the attention output before its projection `attn_out`, and the MLP's
+hidden activation `mlp_hidden`. Names are identities outside `jax.checkpoint`, so they do not
+change a program that does not remat.
+
+Attention is plain softmax attention over the full [batch, heads, seq, seq] scores (no flash or
+blockwise kernel), grouped-query when the model has fewer key/value heads than query heads.
+This module imports jax: import it only in child processes and tests.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.ad_checkpoint import checkpoint_name
+
+from hloscope.workloads.config import TransformerConfig
+
+Tree = Any
+
+
+def layer_norm(x: jax.Array, p: Tree, eps: float = 1e-5) -> jax.Array:
+    x32 = x.astype(jnp.float32)
+    mean = x32.mean(-1, keepdims=True)
+    var = jnp.square(x32 - mean).mean(-1, keepdims=True)
+    normed = (x32 - mean) * jax.lax.rsqrt(var + eps)
+    return (normed * p["scale"].astype(jnp.float32) + p["bias"].astype(jnp.float32)).astype(x.dtype)
+
+
+def rms_norm(x: jax.Array, p: Tree, eps: float = 1e-5) -> jax.Array:
+    x32 = x.astype(jnp.float32)
+    normed = x32 * jax.lax.rsqrt(jnp.square(x32).mean(-1, keepdims=True) + eps)
+    return (normed * p["scale"].astype(jnp.float32)).astype(x.dtype)
+
+
+def norm(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
+    if config.norm == "rmsnorm":
+        return rms_norm(x, p, config.norm_eps)
+    return layer_norm(x, p, config.norm_eps)
+
+
+def dense(x: jax.Array, p: Tree) -> jax.Array:
+    """x @ w, plus b when the layer has a bias."""
+    y = x @ p["w"].astype(x.dtype)
+    return y + p["b"].astype(x.dtype) if "b" in p else y
+
+
+def rotary(x: jax.Array, theta: float) -> jax.Array:
+    """Rotary position embedding of x [batch, seq, heads, head_dim], rotating half-split pairs."""
+    seq, dim = x.shape[1], x.shape[-1]
+    half = dim // 2
+    inverse_frequency = theta ** (-jnp.arange(half, dtype=jnp.float32) * 2.0 / dim)
+    angles = jnp.arange(seq, dtype=jnp.float32)[:, None] * inverse_frequency[None, :]
+    cos, sin = jnp.cos(angles)[None, :, None, :], jnp.sin(angles)[None, :, None, :]
+    x32 = x.astype(jnp.float32)
+    first, second = x32[..., :half], x32[..., half:]
+    rotated = jnp.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
+    return rotated.astype(x.dtype)
+
+
+def causal_softmax(scores: jax.Array, dtype: Any) -> jax.Array:
+    """Softmax over the last axis in fp32 with future keys masked; `scores` [..., q, k]."""
+    seq = scores.shape[-1]
+    causal = jnp.tril(jnp.ones((seq, seq), dtype=bool))
+    scores = jnp.where(causal, scores, jnp.finfo(jnp.float32).min)
+    return jax.nn.softmax(scores, axis=-1).astype(dtype)
+
+
+def project_qkv(x: jax.Array, p: Tree, config: TransformerConfig) -> tuple[jax.Array, ...]:
+    """Q [b, s, heads, d] and K, V [b, s, kv_heads, d]: fused (GPT) or separate projections."""
+    batch, seq, _ = x.shape
+    if "qkv" in p:
+        fused = checkpoint_name(dense(x, p["qkv"]), "qkv")
+        heads = (batch, seq, config.n_heads, config.head_dim)
+        return tuple(t.reshape(heads) for t in jnp.split(fused, 3, axis=-1))
+    kv_heads = (batch, seq, config.kv_heads, config.head_dim)
+    q = checkpoint_name(dense(x, p["q"]), "qkv").reshape(batch, seq, config.n_heads,
+                                                         config.head_dim)
+    k = checkpoint_name(dense(x, p["k"]), "qkv").reshape(kv_heads)
+    v = checkpoint_name(dense(x, p["v"]), "qkv").reshape(kv_heads)
+    return q, k, v
+
+
+def attend(q: jax.Array, k: jax.Array, v: jax.Array, config: TransformerConfig) -> jax.Array:
+    """Causal attention; grouped-query when kv_heads < n_heads. Returns [b, s, heads * d]."""
+    batch, seq, heads, dim = q.shape
+    scale = math.sqrt(dim)
+    if config.kv_heads == heads:
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32) / scale
+        out = jnp.einsum("bhqk,bkhd->bqhd", causal_softmax(scores, q.dtype), v)
+        return out.reshape(batch, seq, heads * dim)
+    groups = heads // config.kv_heads
+    grouped = q.reshape(batch, seq, config.kv_heads, groups, dim)
+    scores = jnp.einsum("bqkgd,bskd->bkgqs", grouped, k).astype(jnp.float32) / scale
+    out = jnp.einsum("bkgqs,bskd->bqkgd", causal_softmax(scores, q.dtype), v)
+    return out.reshape(batch, seq, heads * dim)
+
+
+def attention(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
+    q, k, v = project_qkv(x, p, config)
+    if config.positions == "rotary":
+        q, k = rotary(q, config.rope_theta), rotary(k, config.rope_theta)
+    out = checkpoint_name(attend(q, k, v, config), "attn_out")
+    return dense(out, p["out"])
+
+
+def mlp(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
+    if config.activation == "swiglu":
+        hidden = jax.nn.silu(dense(x, p["gate"])) * dense(x, p["up"])
+        return dense(checkpoint_name(hidden, "mlp_hidden"), p["down"])
+    hidden = jax.nn.gelu(dense(x, p["fc"]), approximate=True)
+    return dense(checkpoint_name(hidden, "mlp_hidden"), p["proj"])
+
+
+def block(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
+    """A pre-norm residual block: x + attention(norm(x)), then + mlp(norm(.))."""
+    x = x + attention(norm(x, p["ln1"], config), p["attn"], config)
+    return x + mlp(norm(x, p["ln2"], config), p["mlp"], config)

@@ -1,0 +1,114 @@
+"""How the layers run: unrolled or scanned, and which of them under which `jax.checkpoint`.
+
+- Unrolled: layer i runs under `jax.named_scope(f"layer_{i}")`; the first `rematted_layers` are
+  wrapped in `jax.checkpoint` with the config's policy.
+- Scanned: `lax.scan` over parameters stacked on a leading axis, under `named_scope("layers")`.
+  Partial remat scans two stacks, `layers_remat` (checkpointed) then `layers_plain`, so the state
+  holds the layers as a list of the two stacks (see `layer_groups`).
+- Nested (`remat_block` B): the stack is viewed as [L/B, B, ...] (a reshape, no copy) and run as
+  scan(checkpoint(scan(checkpoint(block), B)), L/B): the outer level saves only L/B block
+  inputs, the inner recomputes each layer once more in the backward pass.
+
+`full` is `jax.checkpoint` with its default policy (prevent_cse left True); the named policies
+are `jax.checkpoint_policies`; `offload_named` moves the named activations to pinned host memory.
+This module imports jax: import it only in child processes and tests.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+
+from hloscope.workloads.config import SAVED_NAMES, TransformerConfig
+
+Tree = Any
+BlockFn = Callable[[jax.Array, Tree], jax.Array]
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """Consecutive layers that share a layout and a remat decision."""
+
+    count: int
+    rematted: bool
+    scope: str
+
+
+def layer_groups(config: TransformerConfig) -> list[LayerGroup]:
+    """One group, or two for a scanned partial remat (checkpointed first, then plain)."""
+    rematted = config.rematted_layers
+    if config.scan_layers and 0 < rematted < config.n_layers:
+        return [LayerGroup(rematted, True, "layers_remat"),
+                LayerGroup(config.n_layers - rematted, False, "layers_plain")]
+    return [LayerGroup(config.n_layers, rematted == config.n_layers, "layers")]
+
+
+def checkpoint_policy(name: str) -> Callable[..., Any] | None:
+    """The jax.checkpoint_policies entry a remat name stands for (None: jax's default)."""
+    policies = jax.checkpoint_policies
+    if name == "full":
+        return None
+    if name == "save_named":
+        return policies.save_only_these_names(*SAVED_NAMES)
+    if name == "offload_named":
+        return policies.save_and_offload_only_these_names(
+            names_which_can_be_saved=[], names_which_can_be_offloaded=list(SAVED_NAMES),
+            offload_src="device", offload_dst="pinned_host")
+    return getattr(policies, name)
+
+
+def checkpointed(fn: BlockFn, config: TransformerConfig) -> BlockFn:
+    policy = checkpoint_policy(config.remat)
+    return jax.checkpoint(fn) if policy is None else jax.checkpoint(fn, policy=policy)
+
+
+def run_unrolled(x: jax.Array, layers: list[Tree], config: TransformerConfig,
+                 block_fn: BlockFn) -> jax.Array:
+    rematted_fn = checkpointed(block_fn, config) if config.remat != "none" else block_fn
+    for index, layer in enumerate(layers):
+        with jax.named_scope(f"layer_{index}"):
+            x = (rematted_fn if index < config.rematted_layers else block_fn)(x, layer)
+    return x
+
+
+def run_scanned(x: jax.Array, layers: Tree, config: TransformerConfig,
+                block_fn: BlockFn) -> jax.Array:
+    groups = layer_groups(config)
+    stacks = layers if len(groups) > 1 else [layers]
+    for group, stack in zip(groups, stacks, strict=True):
+        with jax.named_scope(group.scope):
+            x = _scan_group(x, stack, group, config, block_fn)
+    return x
+
+
+def _scan_group(x: jax.Array, stack: Tree, group: LayerGroup, config: TransformerConfig,
+                block_fn: BlockFn) -> jax.Array:
+    fn = checkpointed(block_fn, config) if group.rematted else block_fn
+    if group.rematted and config.remat_block:
+        return _nested_scan(x, stack, config, fn)
+    return _scan(fn, x, stack)
+
+
+def _scan(fn: BlockFn, x: jax.Array, stack: Tree) -> jax.Array:
+    x, _ = jax.lax.scan(lambda carry, p: (fn(carry, p), None), x, stack)
+    return x
+
+
+def _nested_scan(x: jax.Array, stack: Tree, config: TransformerConfig,
+                 rematted_block: BlockFn) -> jax.Array:
+    block = config.remat_block
+    blocks = jax.tree.map(lambda a: a.reshape(a.shape[0] // block, block, *a.shape[1:]), stack)
+
+    def run_block_of_layers(carry: jax.Array, layer_block: Tree) -> jax.Array:
+        return _scan(rematted_block, carry, layer_block)
+
+    return _scan(checkpointed(run_block_of_layers, config), x, blocks)
+
+
+def run_layers(x: jax.Array, layers: Tree, config: TransformerConfig,
+               block_fn: BlockFn) -> jax.Array:
+    if config.scan_layers:
+        return run_scanned(x, layers, config, block_fn)
+    return run_unrolled(x, layers, config, block_fn)
