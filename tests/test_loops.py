@@ -161,3 +161,14 @@ def test_trip_count_inferred_through_a_copied_counter() -> None:
     assert (loop.trip_count, loop.source) == (5, "inferred")
     # body: 4 + 1 adds per iteration x 5; condition: 1 compare x 6 evaluations
     assert result.total.flops == 5 * 5 + 6
+
+
+def test_trip_count_inferred_through_a_copied_step() -> None:
+    """libtpu also copies the counter inside the body before adding the step."""
+    import hloscope
+
+    text = _COPIED_COUNTER.replace(
+        "  %next = s32[] add(%i, %one)",
+        "  %moved = s32[] copy(%i)\n  %next = s32[] add(%moved, %one)")
+    (loop,) = hloscope.flops(hloscope.load(text)).loops
+    assert (loop.trip_count, loop.source) == (5, "inferred")

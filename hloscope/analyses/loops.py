@@ -107,7 +107,10 @@ def _operation(value: Instruction, graph: ComputationGraph,
 
 
 def _state_index(value: Instruction, graph: ComputationGraph) -> int | None:
-    if value.opcode != "get-tuple-element" or graph.by_name.get(value.name) is not value:
+    if graph.by_name.get(value.name) is not value:
+        return None
+    value = _through_copies(value, graph)
+    if value.opcode != "get-tuple-element":
         return None
     source = graph.operands(value)[0]
     return value.tuple_index if source.opcode == "parameter" else None
@@ -129,10 +132,14 @@ def _initial_value(loop: Instruction, caller: ComputationGraph, index: int) -> i
     elements = caller.operands(initial)
     if index >= len(elements):
         return None
-    value = elements[index]
-    while value.opcode in _VALUE_PRESERVING and caller.operands(value):
-        value = caller.operands(value)[0]  # libtpu starts counters from copy(constant(0))
-    return _constant(value)
+    return _constant(_through_copies(elements[index], caller))
+
+
+def _through_copies(value: Instruction, graph: ComputationGraph) -> Instruction:
+    """libtpu moves loop counters between memory spaces: copy(constant(0)), copy(gte(param))."""
+    while value.opcode in _VALUE_PRESERVING and graph.operands(value):
+        value = graph.operands(value)[0]
+    return value
 
 
 _VALUE_PRESERVING = ("copy", "bitcast", "reshape")
