@@ -12,12 +12,7 @@ run, best of --repeat), and with the load included; XLA's parser time is the anc
 """
 from __future__ import annotations
 
-import argparse
-import subprocess
-import sys
-from pathlib import Path
-
-from parse_speed import DEFAULT_FILE, HERE, best
+from parse_speed import XLA_RUN, benchmark_arguments, best
 
 _HLOSCOPE_RUN = r"""
 import json, sys, time
@@ -44,27 +39,13 @@ print(json.dumps({"seconds": done - loaded, "load_seconds": loaded - start,
                   "charges": len(charged), "remat": result.remat_instructions}))
 """
 
-_XLA_RUN = r"""
-import json, sys, time
-from jaxlib import _hlo
-start = time.perf_counter()
-with open(sys.argv[1]) as handle:
-    module = _hlo.hlo_module_from_text(handle.read())
-print(json.dumps({"seconds": time.perf_counter() - start}))
-"""
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    if not args.file.exists():
-        subprocess.run([sys.executable, str(HERE / "generate_big_hlo.py"), "-o", str(args.file)],
-                       check=True)
+    args = benchmark_arguments(__doc__.splitlines()[0])
     size_mb = args.file.stat().st_size / 1e6
     ours = best(_HLOSCOPE_RUN, args.file, args.repeat)
-    xla = best(_XLA_RUN, args.file, args.repeat)
+    xla = best(XLA_RUN, args.file, args.repeat)
     analysis, with_load = ours["seconds"], ours["seconds"] + ours["load_seconds"]
     print(f"file: {args.file} ({size_mb:.1f} MB, {ours['instructions']} instructions, "
           f"{ours['programs']} programs walked, {ours['charges']} charges, "

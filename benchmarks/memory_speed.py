@@ -13,12 +13,7 @@ the load included; XLA's parser time on the same file is the anchor:
 """
 from __future__ import annotations
 
-import argparse
-import subprocess
-import sys
-from pathlib import Path
-
-from parse_speed import DEFAULT_FILE, HERE, best
+from parse_speed import XLA_RUN, benchmark_arguments, best
 
 _HLOSCOPE_RUN = r"""
 import json, sys, time
@@ -38,27 +33,13 @@ print(json.dumps({"seconds": done - analysed, "load_seconds": loaded - start,
                   "buffers": sum(r.buffer_count for r in results)}))
 """
 
-_XLA_RUN = r"""
-import json, sys, time
-from jaxlib import _hlo
-start = time.perf_counter()
-with open(sys.argv[1]) as handle:
-    module = _hlo.hlo_module_from_text(handle.read())
-print(json.dumps({"seconds": time.perf_counter() - start}))
-"""
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    if not args.file.exists():
-        subprocess.run([sys.executable, str(HERE / "generate_big_hlo.py"), "-o", str(args.file)],
-                       check=True)
+    args = benchmark_arguments(__doc__.splitlines()[0])
     size_mb = args.file.stat().st_size / 1e6
     ours = best(_HLOSCOPE_RUN, args.file, args.repeat)
-    xla = best(_XLA_RUN, args.file, args.repeat)
+    xla = best(XLA_RUN, args.file, args.repeat)
     analysis, with_load = ours["seconds"], ours["seconds"] + ours["load_seconds"]
     print(f"file: {args.file} ({size_mb:.1f} MB, {ours['instructions']} instructions, "
           f"{ours['programs']} programs, {ours['buffers']} buffers)")

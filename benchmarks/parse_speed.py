@@ -36,7 +36,7 @@ print(json.dumps({"seconds": seconds, "baseline_kib": baseline, "peak_kib": peak
                   "instructions": result.instruction_count}))
 """
 
-_XLA_RUN = r"""
+XLA_RUN = r"""
 import json, sys, time
 from jaxlib import _hlo
 start = time.perf_counter()
@@ -59,16 +59,22 @@ def best(code: str, path: Path, repeat: int, *args: str) -> dict:
     return min(runs, key=lambda r: r["seconds"])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def benchmark_arguments(description: str) -> argparse.Namespace:
+    """--file (generated when absent) and --repeat, shared by the benchmarks."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     if not args.file.exists():
         subprocess.run([sys.executable, str(HERE / "generate_big_hlo.py"), "-o", str(args.file)],
                        check=True)
+    return args
+
+
+def main() -> None:
+    args = benchmark_arguments(__doc__.splitlines()[0])
     size_mb = args.file.stat().st_size / 1e6
-    xla = best(_XLA_RUN, args.file, args.repeat)
+    xla = best(XLA_RUN, args.file, args.repeat)
     xla_rate = size_mb / xla["seconds"]
     print(f"file: {args.file} ({size_mb:.1f} MB, XLA counts {xla['instructions']} instructions)")
     print(f"XLA C++ parser: {xla['seconds']:.2f} s  {xla_rate:.1f} MB/s")

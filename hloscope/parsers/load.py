@@ -134,20 +134,20 @@ def load_dump_folder(folder: Path, module: str | None = None) -> HloModule:
     files = dump_files(folder)
     if not files:
         raise InputError(f"{folder}: no HLO module files (*{AFTER_OPTIMIZATIONS}) in this folder")
-    chosen = _choose_dump_file(files, module, folder)
+    chosen = choose_dump_file(files, module, folder)
     loaded = _pick(load_file(chosen.path), None, str(chosen.path))
     loaded.alternatives = tuple(f.path.name for f in files if f is not chosen)
     return loaded
 
 
-def _choose_dump_file(files: list[DumpFile], module: str | None, folder: Path) -> DumpFile:
+def choose_dump_file(files: list[DumpFile], module: str | None, folder: Path) -> DumpFile:
     if module is None:
         return max(files, key=lambda f: f.size)
     for dump in files:
         if module in (dump.module_name, dump.path.name, str(dump.program_id),
                       f"{dump.program_id:04d}"):
             return dump
-    names = ", ".join(f.module_name for f in files)
+    names = ", ".join(sorted({f.module_name for f in files}))
     raise InputError(f"{folder}: no module named {module!r}; the folder holds: {names}")
 
 

@@ -28,7 +28,7 @@ from hloscope.model.xla_memory import (
     LiveRangeDump,
     MemoryUsageReport,
 )
-from hloscope.parsers.load import AFTER_OPTIMIZATIONS, DumpFile, dump_files
+from hloscope.parsers.load import AFTER_OPTIMIZATIONS, DumpFile, choose_dump_file, dump_files
 from hloscope.parsers.xla_memory.buffer_assignment import read_buffer_assignment
 from hloscope.parsers.xla_memory.hlo_proto import read_hlo_proto
 from hloscope.parsers.xla_memory.live_range import read_live_range
@@ -103,16 +103,7 @@ def find_memory_artifacts(source: str | Path, module: str | None = None) -> XlaM
 
 def _choose(folder: Path, module: str | None) -> DumpFile | None:
     files = [f for f in dump_files(folder) if f.path.name.endswith(AFTER_OPTIMIZATIONS)]
-    if not files:
-        return None
-    if module is None:
-        return max(files, key=lambda f: f.size)
-    for dump in files:
-        if module in (dump.module_name, dump.path.name, str(dump.program_id),
-                      f"{dump.program_id:04d}"):
-            return dump
-    names = ", ".join(sorted({f.module_name for f in files}))
-    raise InputError(f"{folder}: no module named {module!r}; the folder holds: {names}")
+    return choose_dump_file(files, module, folder) if files else None
 
 
 def _main_file_of(path: Path) -> DumpFile | None:
