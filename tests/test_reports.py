@@ -17,7 +17,7 @@ from hloscope.errors import OutputExistsError, UsageError
 from hloscope.reports import Column, Quantity, Report, Table, render, resolve_format, write_report
 from hloscope.reports.registry import FORMATS, format_for_suffix, format_names, known_suffixes
 from hloscope.reports.renderers import json as json_renderer
-from hloscope.reports.units import (
+from hloscope.units import (
     BINARY_UNITS,
     format_bytes,
     format_flops,

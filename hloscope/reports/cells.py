@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hloscope.reports.report import ColumnKind, Quantity
-from hloscope.reports.units import format_bytes, format_flops
+from hloscope.units import format_bytes, format_flops
 
 
 def _text(value: Any) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hloscope.analyses.memory import BufferRow, Group, MemoryResult, TimelineStep
 from hloscope.reports.report import Column, Quantity, Report, Table
-from hloscope.reports.units import format_bytes
+from hloscope.units import format_bytes
 
 _GROUP_TITLES = {"category": "category", "scope": "source scope", "layer": "layer",
                  "phase": "phase"}

@@ -14,7 +14,7 @@ from typing import Any
 
 from hloscope.analyses.memory import MemoryResult, TimelineStep
 from hloscope.errors import UsageError
-from hloscope.reports.units import BINARY_UNITS
+from hloscope.units import BINARY_UNITS
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 PHASE_COLOURS = {"forward": "#4c72b0", "backward": "#dd8452", "recompute": "#c44e52",

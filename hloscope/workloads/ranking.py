@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from hloscope.reports.units import format_bytes, format_flops
+from hloscope.units import format_bytes, format_flops
 from hloscope.workloads.figures import VariantFigures
 
 WINNER, SLOWER, NO_FIT, DUPLICATE, FAILED = ("winner", "slower", "does not fit", "duplicate",
