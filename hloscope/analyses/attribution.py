@@ -150,9 +150,9 @@ class _Walker:
         elif opcode == "while":
             yield from self._while(computation, instruction, inner)
         elif opcode == "call":
-            yield from self.computation(_called(instruction, "to_apply"), inner)
+            yield from self.computation(instruction.required_called_computation("to_apply"), inner)
         elif opcode == "async-start":
-            yield from self.computation(_called(instruction, "calls"), inner)
+            yield from self.computation(instruction.required_called_computation("calls"), inner)
         elif opcode == "conditional":
             yield from self._conditional(instruction, inner)
         else:
@@ -170,7 +170,7 @@ class _Walker:
     def _fusion(self, computation: str, fusion: Instruction, phase: Phase, cost: Cost,
                 context: _Context) -> Iterator[Charge]:
         inner_context = replace(context, fused=True, top=context.top or fusion)
-        inner = list(self.computation(_called(fusion, "calls"), inner_context))
+        inner = list(self.computation(fusion.required_called_computation("calls"), inner_context))
         if context.fused:
             yield from inner
             return
@@ -193,7 +193,7 @@ class _Walker:
         for key, times in (("body", body_times), ("condition", condition_times)):
             mask = (context.mask[0] * times, context.mask[1] * times,
                     context.mask[2] * times, context.mask[3] * times)
-            yield from self.computation(_called(loop, key),
+            yield from self.computation(loop.required_called_computation(key),
                                         replace(context, mask=mask, loop=enclosing))
 
     def _conditional(self, conditional: Instruction, context: _Context) -> Iterator[Charge]:
@@ -214,16 +214,10 @@ def split(amount: int, weights: list[int]) -> list[int]:
     return shares
 
 
-def _called(instruction: Instruction, key: str) -> str:
-    name = instruction.called_computation(key)
-    if name is None:
-        raise instruction.error(f"{instruction.opcode} without '{key}='", instruction.operands_end)
-    return name
-
 
 def _is_custom_gather(analysis: CostAnalysis, fusion: Instruction) -> bool:
     """XLA costs a kCustom fusion holding a gather or scatter as that one instruction."""
     if fusion.fusion_kind != "kCustom":
         return False
-    fused = analysis.graph(_called(fusion, "calls")).computation
+    fused = analysis.graph(fusion.required_called_computation("calls")).computation
     return any(i.opcode in ("gather", "scatter") for i in fused.instructions)

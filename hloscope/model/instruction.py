@@ -241,6 +241,13 @@ class Instruction:
         names = self._typed(key, attr.computation_names, ())
         return names[0] if names else None
 
+    def required_called_computation(self, key: str) -> str:
+        """The computation `key=` names; a located ParseError when the attribute is missing."""
+        name = self.called_computation(key)
+        if name is None:
+            raise self.error(f"{self.opcode} without '{key}='", self.operands_end)
+        return name
+
     @property
     def control_predecessors(self) -> tuple[str, ...]:
         return self._typed("control-predecessors", attr.computation_names, ())

@@ -177,7 +177,7 @@ class CostAnalysis:
 
     # --- instructions that run other computations ----------------------------------------
     def _fusion(self, graph: ComputationGraph, fusion: Instruction) -> Cost:
-        fused = self.graph(_called(fusion, "calls"))
+        fused = self.graph(fusion.required_called_computation("calls"))
         if fusion.fusion_kind == "kCustom":
             for inner in fused.computation.instructions:
                 if inner.opcode in ("gather", "scatter"):
@@ -187,15 +187,15 @@ class CostAnalysis:
 
     def _while(self, graph: ComputationGraph, loop: Instruction) -> Cost:
         body_times, condition_times = self.loop_factors(graph.computation.name, loop)
-        body = self.computation_total(_called(loop, "body")).scaled(body_times)
-        condition = self.computation_total(_called(loop, "condition"))
+        body = self.computation_total(loop.required_called_computation("body")).scaled(body_times)
+        condition = self.computation_total(loop.required_called_computation("condition"))
         return body + condition.scaled(condition_times)
 
     def _call(self, graph: ComputationGraph, call: Instruction) -> Cost:
-        return self.computation_total(_called(call, "to_apply"))
+        return self.computation_total(call.required_called_computation("to_apply"))
 
     def _async_start(self, graph: ComputationGraph, start: Instruction) -> Cost:
-        return self.computation_total(_called(start, "calls"))
+        return self.computation_total(start.required_called_computation("calls"))
 
     def _conditional(self, graph: ComputationGraph, conditional: Instruction) -> Cost:
         branches = branch_computations(conditional)
@@ -211,12 +211,6 @@ class CostAnalysis:
                                                   call.custom_call_target or ""))
         return cost
 
-
-def _called(instruction: Instruction, key: str) -> str:
-    name = instruction.called_computation(key)
-    if name is None:
-        raise instruction.error(f"{instruction.opcode} without '{key}='", instruction.operands_end)
-    return name
 
 
 def branch_computations(conditional: Instruction) -> list[str]:
