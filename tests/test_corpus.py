@@ -45,10 +45,6 @@ def test_unknown_opcode_is_kept_and_named() -> None:
     assert hloscope.inspect(module).unknown_opcodes == ["frobnicate"]
 
 
-def _complete():
-    return [p.values[0] for p in corpus_params(complete=True) if p.values[0] is not None]
-
-
 def _last_computation_header(text: str) -> tuple[int, str]:
     """(line, name) of the last computation header, found independently of the parser."""
     found = (0, "")
