@@ -172,3 +172,14 @@ def test_trip_count_inferred_through_a_copied_step() -> None:
         "  %moved = s32[] copy(%i)\n  %next = s32[] add(%moved, %one)")
     (loop,) = hloscope.flops(hloscope.load(text)).loops
     assert (loop.trip_count, loop.source) == (5, "inferred")
+
+
+def test_trip_count_inferred_through_a_copied_update() -> None:
+    """libtpu's windowed einsum loops copy the updated counter before the root tuple."""
+    import hloscope
+
+    text = _COPIED_COUNTER.replace(
+        "  %next = s32[] add(%i, %one)",
+        "  %added = s32[] add(%i, %one)\n  %next = s32[] copy(%added)")
+    (loop,) = hloscope.flops(hloscope.load(text)).loops
+    assert (loop.trip_count, loop.source) == (5, "inferred")

@@ -124,3 +124,17 @@ def test_standard_input() -> None:
     result = run("-", "--format", "json", stdin=text)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["peak_bytes"] == xla_peak(REMAT_NONE)
+
+
+def test_a_build_folder_reads_its_dump(tmp_path) -> None:
+    """`hloscope build -o DIR` keeps XLA's dump in DIR/dump beside its manifest."""
+    import shutil
+
+    shutil.copytree(TPU, tmp_path / "dump")
+    (tmp_path / "manifest.json").write_text("{}")
+    result = run(str(tmp_path), "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    direct = json.loads(run(str(TPU), "--format", "json").output)
+    assert data["peak_bytes"] == direct["peak_bytes"] > 0
+    assert data["xla"]["allocation_bytes"] == direct["xla"]["allocation_bytes"] > 0

@@ -63,7 +63,7 @@ def test_xla_peak_moment_and_its_buffers(fixture):
     assert result.xla_moment_time == dump.peak_time
     assert result.xla_moment_bytes == dump.peak_bytes == dump.stack_total_bytes
     liveness = analyze_liveness(module)
-    buffers = {v.name: v.bytes for v in live_at(liveness, dump.peak_time)}
+    buffers = {v.name: v.bytes for v in live_at(liveness, dump.peak_time, per_buffer=False)}
     assert buffers == {value.key: value.bytes for value in dump.peak_values}
 
 

@@ -149,7 +149,8 @@ def _step(body: ComputationGraph, index: int, graph_of: GraphOf) -> int | None:
     root = body.root
     if root.opcode != "tuple" or index >= len(root.operands):
         return None
-    update, operands = _operation(body.operands(root)[index], body, graph_of)
+    update, operands = _operation(_through_copies(body.operands(root)[index], body), body,
+                                  graph_of)
     if update.opcode not in ("add", "subtract") or len(operands) != 2:
         return None
     lhs, rhs = operands

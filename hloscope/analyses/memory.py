@@ -285,7 +285,7 @@ class _Builder:
             peak_op_name=self.classifier.op_name(instruction) if instruction else "",
             peak_phase=self.classifier.phase(instruction).value if instruction else "",
             xla_moment_time=xla_time,
-            xla_moment_bytes=sum(v.bytes for v in live_at(liveness, xla_time)),
+            xla_moment_bytes=sum(v.bytes for v in live_at(liveness, xla_time, per_buffer=False)),
             all_spaces_peak_bytes=max(added(timelines.values(), length), default=0),
             buffer_count=len(liveness.ranges),
             live_at_peak=sorted((self.row(v) for v in peak_values),

@@ -130,7 +130,20 @@ def _dump_file(path: Path) -> DumpFile:
     return DumpFile(path, program_id, name, path.stat().st_size)
 
 
+BUILD_DUMP_FOLDER = "dump"
+"""Where a `hloscope build` folder keeps XLA's dump (beside manifest.json)."""
+
+
+def hlo_folder(folder: Path) -> Path:
+    """The folder holding the dump files: `folder` itself, or its `dump/` for a build folder."""
+    nested = folder / BUILD_DUMP_FOLDER
+    if not dump_files(folder) and nested.is_dir() and dump_files(nested):
+        return nested
+    return folder
+
+
 def load_dump_folder(folder: Path, module: str | None = None) -> HloModule:
+    folder = hlo_folder(folder)
     files = dump_files(folder)
     if not files:
         raise InputError(f"{folder}: no HLO module files (*{AFTER_OPTIMIZATIONS}) in this folder")

@@ -28,7 +28,13 @@ from hloscope.model.xla_memory import (
     LiveRangeDump,
     MemoryUsageReport,
 )
-from hloscope.parsers.load import AFTER_OPTIMIZATIONS, DumpFile, choose_dump_file, dump_files
+from hloscope.parsers.load import (
+    AFTER_OPTIMIZATIONS,
+    DumpFile,
+    choose_dump_file,
+    dump_files,
+    hlo_folder,
+)
 from hloscope.parsers.xla_memory.buffer_assignment import read_buffer_assignment
 from hloscope.parsers.xla_memory.hlo_proto import read_hlo_proto
 from hloscope.parsers.xla_memory.live_range import read_live_range
@@ -102,6 +108,7 @@ def find_memory_artifacts(source: str | Path, module: str | None = None) -> XlaM
 
 
 def _choose(folder: Path, module: str | None) -> DumpFile | None:
+    folder = hlo_folder(folder)
     files = [f for f in dump_files(folder) if f.path.name.endswith(AFTER_OPTIMIZATIONS)]
     return choose_dump_file(files, module, folder) if files else None
 
