@@ -11,7 +11,6 @@ temporaries peak; memory_analysis() must follow from both.
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from jaxlib_descriptors import jaxlib_descriptors
 
 from hloscope.model.xla_memory import BufferAllocation, BufferAssignment
 from hloscope.parsers.xla_memory import (
@@ -200,58 +200,8 @@ def test_live_range_dumps_of_the_programs(compiled: Path) -> None:
 
 # --- the schema against jaxlib ----------------------------------------------------------------
 
-def _jaxlib_descriptors() -> dict[str, object]:
-    """Message and enum descriptors (by dotted name) of the protos jaxlib embeds."""
-    from google.protobuf import descriptor_pb2
-
-    jaxlib = pytest.importorskip("jaxlib")
-    library = Path(jaxlib.__file__).parent / "libjax_common.so"
-    if not library.exists():
-        pytest.skip(f"{library} is absent: no embedded descriptors to compare with")
-    found: dict[str, object] = {}
-    with library.open("rb") as handle, mmap.mmap(handle.fileno(), 0,
-                                                 access=mmap.ACCESS_READ) as data:
-        for name in ("xla/service/hlo.proto", "xla/xla_data.proto"):
-            file = descriptor_pb2.FileDescriptorProto()
-            file.ParseFromString(_embedded_file(data, name))
-            _index(found, "", file.message_type, file.enum_type)
-    return found
-
-
-def _embedded_file(data: mmap.mmap, name: str) -> bytes:
-    start = data.find(b"\x0a" + bytes([len(name)]) + name.encode())
-    assert start >= 0, f"{name} is not embedded in jaxlib"
-    position = start
-    while True:  # walk wire-format fields until one cannot be a FileDescriptorProto field
-        key, after = _varint(data, position)
-        number, kind = key >> 3, key & 7
-        if not 1 <= number <= 20 or kind not in (0, 2):
-            return bytes(data[start:position])
-        length, after = _varint(data, after)
-        position = after + (length if kind == 2 else 0)
-
-
-def _varint(data: mmap.mmap, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, position
-
-
-def _index(found: dict[str, object], prefix: str, messages, enums) -> None:
-    for enum in enums:
-        found[prefix + enum.name] = enum
-    for message in messages:
-        found[prefix + message.name] = message
-        _index(found, f"{prefix}{message.name}.", message.nested_type, message.enum_type)
-
-
 def test_schema_field_numbers_and_types_are_jaxlibs() -> None:
-    theirs = _jaxlib_descriptors()
+    theirs = jaxlib_descriptors(("xla/service/hlo.proto", "xla/xla_data.proto"))
     for message, fields in MESSAGES.items():
         assert message in theirs, message
         by_name = {f.name: f for f in theirs[message].field}

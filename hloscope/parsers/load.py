@@ -131,13 +131,14 @@ def _dump_file(path: Path) -> DumpFile:
 
 
 BUILD_DUMP_FOLDER = "dump"
-"""Where a `hloscope build` folder keeps XLA's dump (beside manifest.json)."""
+BUILD_MANIFEST = "manifest.json"
+"""A `hloscope build` folder keeps XLA's dump in dump/, beside manifest.json."""
 
 
 def hlo_folder(folder: Path) -> Path:
     """The folder holding the dump files: `folder` itself, or its `dump/` for a build folder."""
     nested = folder / BUILD_DUMP_FOLDER
-    if not dump_files(folder) and nested.is_dir() and dump_files(nested):
+    if (folder / BUILD_MANIFEST).is_file() and nested.is_dir() and not dump_files(folder):
         return nested
     return folder
 

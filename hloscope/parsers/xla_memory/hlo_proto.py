@@ -50,7 +50,7 @@ def read_hlo_proto(path: str | Path) -> HloProtoData:
 
 
 def parse_hlo_proto(data: bytes, source: str = "<bytes>") -> HloProtoData:
-    proto = _decode("xla.HloProto", data, source)
+    proto = decode_message("xla.HloProto", data, source)
     module_proto = proto.hlo_module if proto.HasField("hlo_module") else None
     module = module_from_proto(module_proto) if module_proto is not None else None
     assignment = None
@@ -62,15 +62,16 @@ def parse_hlo_proto(data: bytes, source: str = "<bytes>") -> HloProtoData:
 
 def parse_module_proto(data: bytes, source: str = "<bytes>") -> ProtoModule:
     """An HloModuleProto (e.g. `HloModule.as_serialized_hlo_module_proto()`)."""
-    return module_from_proto(_decode("xla.HloModuleProto", data, source))
+    return module_from_proto(decode_message("xla.HloModuleProto", data, source))
 
 
 def parse_buffer_assignment_proto(data: bytes, source: str = "<bytes>",
                                   module_data: bytes | None = None) -> BufferAssignment:
     """A BufferAssignmentProto, e.g. memory_analysis().serialized_buffer_assignment_proto;
     `module_data` is the serialized HloModuleProto of the same compile, for names and shapes."""
-    module = None if module_data is None else _decode("xla.HloModuleProto", module_data, source)
-    return assignment_from_proto(_decode("xla.BufferAssignmentProto", data, source), module,
+    module = None if module_data is None else decode_message("xla.HloModuleProto", module_data,
+                                                             source)
+    return assignment_from_proto(decode_message("xla.BufferAssignmentProto", data, source), module,
                                  source)
 
 
@@ -94,7 +95,8 @@ def _renamed(value: AssignedValue, text: tuple[BufferAllocation, AssignedValue] 
                    shape=source.shape, is_phi=source.is_phi)
 
 
-def _decode(full_name: str, data: bytes, source: str) -> Any:
+def decode_message(full_name: str, data: bytes, source: str) -> Any:
+    """A serialized `full_name` message (ParseError at the source when it is not one)."""
     message = message_class(full_name)()
     try:
         message.ParseFromString(data)

@@ -16,21 +16,29 @@ protos loaded in the same process. `message_class("xla.HloProto")` returns a cla
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
+
+from hloscope.parsers.proto_declare import (
+    BOOL,
+    BYTES,
+    ENUM,
+    INT32,
+    INT64,
+    MANY,
+    MESSAGE,
+    ONE,
+    STRING,
+    Field,
+    declare_file,
+    message_classes,
+)
 
 FILE_NAME = "hloscope/xla_memory_subset.proto"
 PACKAGE = "xla"
-
-_F = descriptor_pb2.FieldDescriptorProto
-INT64, INT32, BOOL, STRING, MESSAGE, ENUM = (_F.TYPE_INT64, _F.TYPE_INT32, _F.TYPE_BOOL,
-                                             _F.TYPE_STRING, _F.TYPE_MESSAGE, _F.TYPE_ENUM)
-ONE, MANY = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
-
-# (name, number, type, label, type name for messages and enums)
-Field = tuple[str, int, int, int, str]
 
 PRIMITIVE_TYPES = (  # xla_data.proto PrimitiveType
     ("PRIMITIVE_TYPE_INVALID", 0), ("PRED", 1), ("S1", 30), ("S2", 26), ("S4", 21), ("S8", 2),
@@ -71,6 +79,29 @@ MESSAGES: dict[str, tuple[Field, ...]] = {
         ("id", 35, INT64, ONE, ""), ("operand_ids", 36, INT64, MANY, ""),
         ("control_predecessor_ids", 37, INT64, MANY, ""),
         ("called_computation_ids", 38, INT64, MANY, ""),
+        # read by hloscope.parsers.trace.hlo_text (an HloModuleProto printed as HLO text)
+        ("dimensions", 14, INT64, MANY, ""), ("window", 15, MESSAGE, ONE, "Window"),
+        ("slice_dimensions", 17, MESSAGE, MANY, "HloInstructionProto.SliceDimensions"),
+        ("dynamic_slice_sizes", 20, INT64, MANY, ""),
+        ("dot_dimension_numbers", 30, MESSAGE, ONE, "DotDimensionNumbers"),
+        ("backend_config", 43, BYTES, ONE, ""), ("comparison_direction", 63, STRING, ONE, ""),
+    ),
+    "HloInstructionProto.SliceDimensions": (
+        ("start", 1, INT64, ONE, ""), ("limit", 2, INT64, ONE, ""),
+        ("stride", 3, INT64, ONE, ""),
+    ),
+    "Window": (("dimensions", 1, MESSAGE, MANY, "WindowDimension"),),
+    "WindowDimension": (
+        ("size", 1, INT64, ONE, ""), ("stride", 2, INT64, ONE, ""),
+        ("padding_low", 3, INT64, ONE, ""), ("padding_high", 4, INT64, ONE, ""),
+        ("window_dilation", 5, INT64, ONE, ""), ("base_dilation", 6, INT64, ONE, ""),
+        ("window_reversal", 7, BOOL, ONE, ""),
+    ),
+    "DotDimensionNumbers": (
+        ("lhs_contracting_dimensions", 1, INT64, MANY, ""),
+        ("rhs_contracting_dimensions", 2, INT64, MANY, ""),
+        ("lhs_batch_dimensions", 3, INT64, MANY, ""),
+        ("rhs_batch_dimensions", 4, INT64, MANY, ""),
     ),
     "HloComputationProto": (
         ("name", 1, STRING, ONE, ""),
@@ -172,39 +203,14 @@ ENUMS: dict[str, tuple[tuple[str, int], ...]] = {
 
 def message_class(full_name: str) -> Any:
     """The message class of `xla.<Name>` (nested: `xla.Outer.Inner`)."""
-    return message_factory.GetMessageClass(_pool().FindMessageTypeByName(full_name))
+    return _classes()(full_name)
 
 
 @cache
-def _pool() -> descriptor_pool.DescriptorPool:
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file_descriptor())
-    return pool
+def _classes() -> Callable[[str], Any]:
+    return message_classes(file_descriptor())
 
 
 def file_descriptor() -> descriptor_pb2.FileDescriptorProto:
     """The FileDescriptorProto declaring MESSAGES and ENUMS in package `xla` (proto3)."""
-    file = descriptor_pb2.FileDescriptorProto(name=FILE_NAME, package=PACKAGE, syntax="proto3")
-    declared: dict[str, Any] = {}
-    for name in sorted(MESSAGES, key=lambda n: n.count(".")):
-        outer, _, inner = name.rpartition(".")
-        parent = declared[outer].nested_type if outer else file.message_type
-        message = parent.add(name=inner)
-        declared[name] = message
-        if name.endswith("Entry"):
-            message.options.map_entry = True
-        for field in MESSAGES[name]:
-            _add_field(message, field)
-    for name, values in ENUMS.items():
-        outer, _, inner = name.rpartition(".")
-        parent = declared[outer].enum_type if outer else file.enum_type
-        parent.add(name=inner, value=[descriptor_pb2.EnumValueDescriptorProto(name=v, number=n)
-                                      for v, n in values])
-    return file
-
-
-def _add_field(message: descriptor_pb2.DescriptorProto, field: Field) -> None:
-    name, number, kind, label, type_name = field
-    declared = message.field.add(name=name, number=number, type=kind, label=label)
-    if type_name:
-        declared.type_name = f".{PACKAGE}.{type_name}"
+    return declare_file(FILE_NAME, PACKAGE, MESSAGES, ENUMS)

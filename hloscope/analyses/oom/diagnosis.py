@@ -1,0 +1,239 @@
+"""`diagnose`: why a program does not fit one device, and what would make it fit.
+
+The verdict compares a required figure with the capacity. The figure is XLA's own when its data
+gives one — the buffer assignment's device allocation (the default memory space: what libtpu
+compares with the usable HBM), else the compiler's OOM message — and the live peak otherwise,
+labelled an estimate. Everything is per device (one SPMD partition). The explanation is the live
+set at the peak (`memory`): its categories, its largest buffers grouped by layer, where in the
+step it happens, and sharding findings; remedies are predicted from it (`remedies.py`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hloscope.analyses.flops import flops
+from hloscope.analyses.memory import MemoryResult, TimelineStep, memory, xla_figures
+from hloscope.analyses.oom.analytic import AnalyticView, analytic_view, local_batch
+from hloscope.analyses.oom.capacity import Capacity
+from hloscope.analyses.oom.categories import SAVED_ACTIVATIONS, CategoryBytes, breakdown
+from hloscope.analyses.oom.groups import BufferGroup, ModelDims, group_buffers, stacked_layer_count
+from hloscope.analyses.oom.inputs import OomInputs
+from hloscope.analyses.oom.remedies import (
+    PeakParts,
+    Remedy,
+    fsdp_remedy,
+    gradient_bytes,
+    micro_batch_remedy,
+    rank_remedies,
+    remat_remedies,
+)
+from hloscope.analyses.oom.sharding import ShardingFindings, sharding_findings
+from hloscope.frames import DataFrames
+from hloscope.parsers.compile_log import CompileLog
+from hloscope.workloads.config import TransformerConfig, param_count
+
+AROUND_STEPS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Required:
+    bytes: int
+    basis: str
+    estimate: bool
+
+
+@dataclass
+class OomDiagnosis(DataFrames):
+    module_name: str
+    backend: str
+    devices: int
+    required: Required
+    capacity: Capacity | None
+    compiler_verdict: str | None
+    memory: MemoryResult
+    by_category: list[CategoryBytes]
+    top_groups: list[BufferGroup]
+    around_peak: list[TimelineStep]
+    sharding: ShardingFindings
+    remedies: list[Remedy]
+    analytic: AnalyticView | None
+    measured_saved_per_layer: int | None
+    log: CompileLog | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool | None:
+        if self.compiler_verdict is not None:
+            return False
+        return None if self.capacity is None else self.required.bytes <= self.capacity.bytes
+
+    @property
+    def margin_bytes(self) -> int | None:
+        """Capacity minus what is required: negative when it does not fit."""
+        return None if self.capacity is None else self.capacity.bytes - self.required.bytes
+
+    def to_dict(self) -> dict:
+        result = self.memory
+        return {
+            "module_name": self.module_name, "backend": self.backend, "devices": self.devices,
+            "per_device": True, "fits": self.fits,
+            "peak_bytes": self.required.bytes, "peak_basis": self.required.basis,
+            "peak_is_estimate": self.required.estimate,
+            "capacity_bytes": None if self.capacity is None else self.capacity.bytes,
+            "capacity": None if self.capacity is None else self.capacity.to_dict(),
+            "margin_bytes": self.margin_bytes, "compiler_verdict": self.compiler_verdict,
+            "live_peak_bytes": result.peak_bytes,
+            "allocation_bytes": None if result.xla is None else result.xla.allocation_bytes,
+            "by_category": [c.to_dict() for c in self.by_category],
+            "top_groups": [g.to_dict() for g in self.top_groups],
+            "peak": {"time": result.peak_time, "instruction": result.peak_instruction,
+                     "op_name": result.peak_op_name, "phase": result.peak_phase,
+                     "around": [s.to_dict() for s in self.around_peak]},
+            "sharding": self.sharding.to_dict(),
+            "remedies": [r.to_dict() for r in self.remedies],
+            "analytic": None if self.analytic is None else self.analytic.to_dict(),
+            "measured_saved_per_layer_bytes": self.measured_saved_per_layer,
+            "log": None if self.log is None else self.log.to_dict(),
+            "notes": self.notes,
+        }
+
+
+def diagnose(inputs: OomInputs, capacity: Capacity | None,
+             sweep_rows: list[dict] | None = None, top: int = 10) -> OomDiagnosis:
+    from hloscope.analyses.liveness.spaces import detect_backend
+
+    module = inputs.module
+    backend = detect_backend(module)
+    xla = None if inputs.dump_source is None else xla_figures(
+        inputs.dump_source, None, backend)
+    result = memory(module, backend=backend, xla=xla)
+    verdict = None if inputs.log is None else inputs.log.compile_verdict
+    required = required_figure(result, backend, inputs.log, _tpu_hbm_total(inputs, backend))
+    parts = breakdown(result.live_at_peak, backend)
+    layers = inputs.config.n_layers if inputs.config else stacked_layer_count(module)
+    groups = group_buffers(result.live_at_peak, backend, layers, _dims(inputs))
+    sharding = sharding_findings(module, result.live_at_peak, backend)
+    diagnosis = OomDiagnosis(
+        module.name, backend, inputs.devices or module.num_partitions, required, capacity,
+        verdict.text if verdict else None, result, parts, groups[:top],
+        _around(result), sharding, [], None, _saved_per_layer(groups), inputs.log)
+    if inputs.config is not None:
+        _model_view(diagnosis, inputs, groups, sweep_rows)
+    diagnosis.notes = _notes(diagnosis, inputs)
+    return diagnosis
+
+
+def required_figure(result: MemoryResult, backend: str, log: CompileLog | None,
+                    tpu_hbm_total: int | None = None) -> Required:
+    xla = result.xla
+    if tpu_hbm_total is not None:
+        return Required(tpu_hbm_total, "XLA's buffer assignment: every HBM (default memory "
+                        "space) allocation, the total libtpu compares with the usable HBM", False)
+    if xla is not None and xla.allocation_bytes is not None:
+        return Required(xla.allocation_bytes, "XLA's allocation (arguments + temporaries + "
+                        "outputs - aliased, from the buffer assignment)", False)
+    stated = None if log is None else (log.compile_verdict or log.first("remat-warning"))
+    if stated is not None and stated.required_bytes is not None:
+        return Required(stated.required_bytes, f"the compiler's message ({stated.kind})", False)
+    return Required(result.peak_bytes, "live peak from the HLO text (an estimate: XLA's "
+                    "allocation adds packing and fragmentation)", True)
+
+
+def _tpu_hbm_total(inputs: OomInputs, backend: str) -> int | None:
+    """The default memory space's `Total bytes` (constants included) on TPU, from the dump."""
+    if backend != "tpu" or inputs.dump_source is None:
+        return None
+    from hloscope.parsers.xla_memory import find_memory_artifacts, space_allocations
+
+    assignment = find_memory_artifacts(inputs.dump_source).read_buffer_assignment()
+    spaces = {} if assignment is None else {s.color: s for s in space_allocations(assignment)}
+    return spaces[0].total_bytes if 0 in spaces else None
+
+
+def _dims(inputs: OomInputs) -> ModelDims | None:
+    config = inputs.config
+    if config is None:
+        return None
+    return ModelDims(local_batch(config, inputs.devices or 1), config.seq_len, config.d_model,
+                     config.d_ff, config.n_heads, config.kv_heads, config.head_dim, config.vocab)
+
+
+def _around(result: MemoryResult) -> list[TimelineStep]:
+    steps = result.timeline
+    index = next((n for n, s in enumerate(steps) if s.time >= result.peak_time), len(steps) - 1)
+    if index > 0 and steps[index].time > result.peak_time:
+        index -= 1  # the peak is inside the previous step (a loop or call)
+    return steps[max(index - AROUND_STEPS, 0): index + AROUND_STEPS + 1]
+
+
+def _saved_per_layer(groups: list[BufferGroup]) -> int | None:
+    saved = [g for g in groups if g.category == SAVED_ACTIVATIONS and g.layers > 1]
+    if not saved:
+        return None
+    layers = max(g.layers for g in saved)
+    return sum(g.bytes for g in saved) // layers
+
+
+def _largest_saved(groups: list[BufferGroup]) -> int:
+    saved = [g.bytes // max(g.layers, 1) for g in groups
+             if g.category == SAVED_ACTIVATIONS and g.layers > 1]
+    return max(saved, default=0)
+
+
+def _model_view(diagnosis: OomDiagnosis, inputs: OomInputs, groups: list[BufferGroup],
+                sweep_rows: list[dict] | None) -> None:
+    config: TransformerConfig = inputs.config  # type: ignore[assignment]
+    devices = inputs.devices or 1
+    parameters = param_count(config)
+    diagnosis.analytic = analytic_view(config, devices, parameters)
+    step_flops = flops(inputs.module).total.flops
+    diagnosis.remedies = _remedies(diagnosis, config, groups, step_flops, sweep_rows)
+
+
+def _remedies(diagnosis: OomDiagnosis, config: TransformerConfig, groups: list[BufferGroup],
+              step_flops: int, sweep_rows: list[dict] | None) -> list[Remedy]:
+    result = diagnosis.memory
+    ratio = diagnosis.required.bytes / result.peak_bytes if result.peak_bytes else 1.0
+    rematted = config.rematted_layers if config.remat != "none" else config.n_layers
+    parts = PeakParts.from_breakdown(diagnosis.by_category, _largest_saved(groups), rematted,
+                                     ratio)
+    batch = local_batch(config, diagnosis.devices)
+    data = max(diagnosis.devices // config.tensor_parallel, 1)
+    capacity = None if diagnosis.capacity is None else diagnosis.capacity.bytes
+    per_device_params = _parameters_per_device(diagnosis, config)
+    found = remat_remedies(parts, config, batch, step_flops)
+    micro = micro_batch_remedy(parts, config, capacity, per_device_params, data)
+    fsdp = None if config.fsdp else fsdp_remedy(parts, diagnosis.sharding,
+                                               gradient_bytes(diagnosis.by_category),
+                                               config.n_layers, config)
+    found += [r for r in (micro, fsdp) if r is not None]
+    if sweep_rows is not None:
+        from hloscope.analyses.oom.compiled import attach_compiled
+
+        found, unmatched = attach_compiled(found, sweep_rows, step_flops)
+        if unmatched:
+            diagnosis.notes.append("sweep variants without a remedy here: " + ", ".join(unmatched))
+    return rank_remedies(found, capacity)
+
+
+def _parameters_per_device(diagnosis: OomDiagnosis, config: TransformerConfig) -> int:
+    parameters = param_count(config)
+    if config.fsdp:
+        return parameters // max(diagnosis.devices, 1)
+    return parameters // max(config.tensor_parallel, 1)
+
+
+def _notes(diagnosis: OomDiagnosis, inputs: OomInputs) -> list[str]:
+    notes = list(diagnosis.notes)
+    notes.append(f"figures are per device: the program is one of {diagnosis.devices} SPMD "
+                 "partitions" if diagnosis.devices > 1 else "figures are per device")
+    if diagnosis.required.estimate:
+        notes.append("no XLA allocation or compiler message was found: the verdict is an "
+                     "estimate from the live peak (pass the dump folder for XLA's figure)")
+    if diagnosis.capacity is None:
+        notes.append("no capacity known: pass --device NAME or --capacity SIZE for a verdict")
+    elif diagnosis.capacity.note:
+        notes.append(f"capacity: {diagnosis.capacity.note}")
+    if inputs.config is None:
+        notes.append("remedies need the model config: pass a `hloscope build` folder")
+    return notes

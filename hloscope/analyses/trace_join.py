@@ -1,0 +1,142 @@
+"""Joining measured op events to HLO instructions, and their self time.
+
+**Join.** An event names its instruction (`hlo_op`) and program (`program_id`, else the module
+name): `(program, instruction name)` finds the instruction and the computation it is in.
+Instruction names are unique in a module, so the join is exact; an event that finds nothing
+(another program, or HLO that does not match the trace) is kept as unmatched.
+
+**Self time.** A `while`, `call` or `conditional` event encloses the events of the computations
+it runs (on CPU its thunk runs the body's thunks, possibly on other threads). Its self time is
+its duration minus the time covered by the union of its children: events of the same program
+and run, in a computation it calls, that start inside it. Other events' self time is their
+duration. Summed self time is what the device spent in ops; it can exceed the wall time, as
+ops run on several threads at once.
+
+**Executions.** How many times one run of the program executes an instruction: 1 in the entry
+computation, times the trip count inside a loop body (trip count + 1 in its condition), nested
+loops multiplied — what the trace must show per step.
+"""
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from hloscope.analyses.cost import CostAnalysis
+from hloscope.model.instruction import Instruction
+from hloscope.model.module import HloModule
+from hloscope.model.trace import OpEvent
+from hloscope.parsers.trace.programs import ProgramIndex, TraceProgram
+
+ENCLOSING = frozenset({"while", "call", "conditional"})
+
+
+@dataclass(slots=True)
+class JoinedEvent:
+    event: OpEvent
+    program: TraceProgram | None
+    computation: str = ""
+    instruction: Instruction | None = None
+    self_ps: int = 0
+
+
+@dataclass(slots=True)
+class Join:
+    events: list[JoinedEvent] = field(default_factory=list)
+
+    @property
+    def matched(self) -> list[JoinedEvent]:
+        return [e for e in self.events if e.instruction is not None]
+
+    @property
+    def unmatched(self) -> list[JoinedEvent]:
+        return [e for e in self.events if e.instruction is None]
+
+
+def join_events(events: list[OpEvent], index: ProgramIndex) -> Join:
+    """Each event with its program and instruction, and its self time."""
+    lookups: dict[int, dict[str, tuple[str, Instruction]]] = {}
+    joined = Join()
+    for event in events:
+        program = index.match(event)
+        found = None
+        if program is not None:
+            table = lookups.get(id(program))
+            if table is None:
+                table = lookups[id(program)] = _instruction_table(program.module)
+            found = table.get(event.name)
+        computation, instruction = found if found else ("", None)
+        joined.events.append(JoinedEvent(event, program, computation, instruction,
+                                         event.duration_ps))
+    _apply_self_times(joined.matched)
+    return joined
+
+
+def _instruction_table(module: HloModule) -> dict[str, tuple[str, Instruction]]:
+    return {i.name: (c.name, i) for c, i in module.instructions()}
+
+
+def _apply_self_times(events: list[JoinedEvent]) -> None:
+    """Subtracts from each enclosing event the union of its children's intervals."""
+    by_place: dict[tuple[int, int | None, str], list[JoinedEvent]] = defaultdict(list)
+    for joined in events:
+        by_place[(id(joined.program), joined.event.run_id, joined.computation)].append(joined)
+    starts = {}
+    for key, group in by_place.items():
+        group.sort(key=lambda j: j.event.start_ps)
+        starts[key] = [j.event.start_ps for j in group]
+    for parent in events:
+        if parent.instruction is None or parent.instruction.opcode not in ENCLOSING:
+            continue
+        intervals = []
+        for callee in parent.instruction.called_computations:
+            key = (id(parent.program), parent.event.run_id, callee)
+            intervals.extend(_inside(parent.event, by_place.get(key, []), starts.get(key, [])))
+        parent.self_ps = max(parent.event.duration_ps - union_length(intervals), 0)
+
+
+def _inside(parent: OpEvent, group: list[JoinedEvent],
+            starts: list[int]) -> list[tuple[int, int]]:
+    first = bisect.bisect_left(starts, parent.start_ps)
+    last = bisect.bisect_right(starts, parent.end_ps)
+    return [(j.event.start_ps, min(j.event.end_ps, parent.end_ps)) for j in group[first:last]
+            if j.event is not parent]
+
+
+def union_length(intervals: list[tuple[int, int]]) -> int:
+    """Total length covered by `intervals` ([start, end) pairs), overlaps counted once."""
+    covered, reach = 0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            covered += end - start
+            reach = end
+        elif end > reach:
+            covered += end - reach
+            reach = end
+    return covered
+
+
+def executions_per_run(analysis: CostAnalysis) -> dict[str, int]:
+    """Instruction name -> times one run executes it (non-fused computations only)."""
+    module = analysis.module
+    counts: dict[str, int] = {}
+
+    def visit(computation: str, times: int) -> None:
+        for instruction in module.computation(computation).instructions:
+            counts[instruction.name] = counts.get(instruction.name, 0) + times
+            for callee, factor in _callees(analysis, computation, instruction):
+                visit(callee, times * factor)
+
+    visit(module.entry_name, 1)
+    return counts
+
+
+def _callees(analysis: CostAnalysis, computation: str,
+             instruction: Instruction) -> list[tuple[str, int]]:
+    if instruction.opcode == "while":
+        trip = analysis.trip_count(computation, instruction).count
+        return [(instruction.required_called_computation("body"), trip),
+                (instruction.required_called_computation("condition"), trip + 1)]
+    if instruction.opcode in ("call", "conditional"):
+        return [(name, 1) for name in instruction.called_computations]
+    return []

@@ -1,0 +1,57 @@
+"""`hloscope oom`: why a program runs out of memory, and what would make it fit."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hloscope.cli.common import emit, output_options
+from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+from hloscope.units import parse_bytes
+
+
+@click.command("oom")
+@click.argument("source", metavar="HLO|DUMP_DIR|BUILD_DIR")
+@click.option("--module", metavar="NAME", default=None,
+              help="In a dump folder or multi-module file, read this module.")
+@click.option("--log", "log_path", metavar="FILE", default=None,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="A compile log or error text: TPU RESOURCE_EXHAUSTED messages, XLA's remat "
+                   "warnings, 'Out of memory while trying to allocate'.")
+@click.option("--device", metavar="NAME", default=None,
+              help="Judge against this device's memory (v5e, v6e, v5p, v4, tpu7x, h100, a100, "
+                   "...); GPUs: JAX's default 75% share.")
+@click.option("--capacity", metavar="SIZE", default=None,
+              help="Judge against this many bytes per device (e.g. 16GiB).")
+@click.option("--sweep", "sweep_dir", metavar="DIR", default=None,
+              type=click.Path(path_type=Path),
+              help="A `hloscope sweep -o DIR` folder: its compiled variants beside the "
+                   "predictions.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Show the N largest groups live at the peak.")
+@output_options
+def command(source: str, module: str | None, log_path: Path | None, device: str | None,
+            capacity: str | None, sweep_dir: Path | None, top: int, fmt: str,
+            output: Path | None, force: bool) -> int:
+    """Explain why a program does (or does not) fit one device: the verdict on XLA's allocation
+    (the live peak, labelled an estimate, without XLA's data), what is live at the peak by
+    category and layer, where the peak happens, sharding findings, and remedies with their
+    predicted peak and extra FLOPs. A `hloscope build` folder adds the model config (remedies).
+    Exit status 1 when it does not fit.
+    """
+    from hloscope.analyses.oom import diagnose, read_inputs, resolve_capacity
+    from hloscope.reports.oom import oom_report
+
+    if device is not None and capacity is not None:
+        raise UsageError("give --device or --capacity, not both")
+    inputs = read_inputs(source, module, log_path)
+    given = None if capacity is None else parse_bytes(capacity)
+    resolved = resolve_capacity(given, device, inputs.log, inputs.device)
+    rows = None
+    if sweep_dir is not None:
+        from hloscope.analyses.oom.compiled import read_sweep_rows
+
+        rows = read_sweep_rows(sweep_dir)
+    diagnosis = diagnose(inputs, resolved, rows, top)
+    emit(oom_report(diagnosis), fmt, output, force)
+    return EXIT_CHECK_FAILED if diagnosis.fits is False else EXIT_OK

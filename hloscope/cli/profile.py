@@ -1,0 +1,48 @@
+"""`hloscope profile`: run a model variant's train step on the local device under the profiler,
+then report the trace as `hloscope trace` does."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hloscope.analyses.trace import analyze_trace
+from hloscope.cli.common import emit
+from hloscope.cli.workload_options import format_option, model_options
+from hloscope.devices import get_device
+from hloscope.parsers.trace import find_dump_folder, load_trace, trace_programs
+from hloscope.reports.trace import trace_report
+from hloscope.workloads.config import TransformerConfig
+from hloscope.workloads.policies import parse_variant
+from hloscope.workloads.profile import ProfileSpec, run_profile
+
+
+@click.command("profile")
+@model_options
+@click.option("--policy", default="none", show_default=True, metavar="POLICY",
+              help="Remat variant, as `hloscope build --policy` takes it (none, full, "
+                   "dots_saveable, nested:B, partial:N, ... optionally +unrolled or +scan).")
+@click.option("--steps", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Steps to run under the profiler (after one warm-up step).")
+@click.option("--platform", type=click.Choice(("cpu", "gpu", "tpu")), default="cpu",
+              show_default=True, help="The local device to run on (JAX_PLATFORMS).")
+@click.option("-o", "--output", "folder", required=True, metavar="DIR",
+              type=click.Path(file_okay=False, path_type=Path),
+              help="The profile folder: trace/, dump/, profile.json, profile.log.")
+@click.option("--force", is_flag=True, help="Replace DIR if it exists and is not empty.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=1800, show_default=True,
+              help="Seconds before the run is abandoned.")
+@format_option
+def command(model: str, config: TransformerConfig, policy: str, steps: int, platform: str,
+            folder: Path, force: bool, timeout: float, fmt: str) -> None:
+    """Run STEPS train steps of a built-in transformer variant with real (small) arrays on the
+    local device under jax.profiler.trace, in a child process; write the trace and XLA's dump
+    of the program into DIR, and print what `hloscope trace DIR` prints.
+    """
+    variant = parse_variant(policy, config)
+    spec = ProfileSpec(model, variant.name, variant.apply(config), steps, platform)
+    run_profile(spec, folder, force, timeout)
+    trace = load_trace(folder)
+    index = trace_programs(trace, None, find_dump_folder(folder))
+    device = get_device("cpu") if platform == "cpu" else None
+    emit(trace_report(analyze_trace(trace, index, device)), fmt, None, False)

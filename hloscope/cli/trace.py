@@ -1,0 +1,105 @@
+"""`hloscope trace`: a profiler trace joined to the HLO — time per op, scope, layer and phase,
+remat time share, step times, MFU; optionally a Perfetto export and xprof's cross-check."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from hloscope.analyses.flops import DEFAULT_SCOPE_DEPTH
+from hloscope.analyses.trace import PEAK_DTYPES, TraceResult, analyze_trace
+from hloscope.cli.common import emit, output_options
+from hloscope.devices import Device, get_device
+from hloscope.errors import HloscopeError
+from hloscope.model.trace import Trace
+from hloscope.parsers.trace import find_dump_folder, load_trace, trace_programs
+from hloscope.parsers.trace.programs import ProgramIndex
+from hloscope.reports.output import check_writable, write_file
+from hloscope.reports.trace import BREAKDOWNS, trace_report
+
+if TYPE_CHECKING:
+    from hloscope.analyses.memory import MemoryResult
+
+
+@click.command("trace")
+@click.argument("source", metavar="TRACE_DIR|FILE.xplane.pb|FILE.trace.json.gz")
+@click.option("--hlo", metavar="FILE|DUMP_DIR", default=None,
+              help="The HLO of the traced program (text, .gz or XLA dump folder). Default: the "
+                   "dump of a `hloscope profile` folder, else the HloProto in the trace.")
+@click.option("--module", metavar="NAME|ID", default=None,
+              help="The program to analyse (default: the one with the most op time).")
+@click.option("--json-trace", is_flag=True,
+              help="Read the trace JSON even when an xplane.pb is there (no program ids).")
+@click.option("--device", metavar="NAME", default=None,
+              help="The device the trace ran on, for its peak FLOP/s (v5e, h100, ...). "
+                   "Default: cpu for a host-only trace; unknown for device traces.")
+@click.option("--peak-dtype", type=click.Choice(PEAK_DTYPES), default="bf16",
+              show_default=True, help="Which peak FLOP/s of the device MFU is against.")
+@click.option("--by", type=click.Choice(BREAKDOWNS), default="phase", show_default=True,
+              help="The breakdown to show (JSON output holds all four).")
+@click.option("--depth", type=click.IntRange(min=1), default=DEFAULT_SCOPE_DEPTH,
+              show_default=True, help="Name-stack depth of --by scope.")
+@click.option("--top", type=click.IntRange(min=1), default=None, help="Show the N largest rows.")
+@click.option("--export", metavar="FILE.json", default=None,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a Perfetto / Chrome trace JSON: live bytes and per-scope time.")
+@click.option("--xprof/--no-xprof", default=True, show_default=True,
+              help="Show xprof's memory_viewer peak heap when xprof is installed.")
+@output_options
+def command(source: str, hlo: str | None, module: str | None, json_trace: bool,
+            device: str | None, peak_dtype: str, by: str, depth: int, top: int | None,
+            export: Path | None, xprof: bool, fmt: str, output: Path | None,
+            force: bool) -> None:
+    """Read a profiler trace (XSpace, else the trace JSON), join every op event to its HLO
+    instruction by (program id, name), and report self time per op, phase, scope and layer,
+    the remat time share, per-step times, achieved FLOP/s and, where the device's peak is
+    known, MFU and HFU.
+    """
+    check_writable(export, force)
+    trace = load_trace(source, prefer_json=json_trace)
+    dump = None if hlo is not None else find_dump_folder(source)
+    index = trace_programs(trace, hlo, dump)
+    result = analyze_trace(trace, index, _device(trace, device), module, depth, peak_dtype)
+    if xprof and trace.kind == "xplane":
+        result.extra.update(_xprof_figures(trace, result, index))
+    if export is not None:
+        write_file(export, json.dumps(_export(result, index)) + "\n", force)
+    emit(trace_report(result, by, top), fmt, output, force)
+
+
+def _device(trace: Trace, name: str | None) -> Device | None:
+    if name is not None:
+        return get_device(name)
+    return None if trace.device_planes else get_device("cpu")
+
+
+def _memory(result: TraceResult, index: ProgramIndex) -> MemoryResult | None:
+    """The memory analysis of the analysed program; None when it cannot be had (unscheduled)."""
+    from hloscope.analyses.memory import memory
+
+    program = next(p for p in index.programs if p.name == result.module_name
+                   and p.program_id == result.program_id)
+    try:
+        return memory(program.module)
+    except HloscopeError:
+        return None
+
+
+def _export(result: TraceResult, index: ProgramIndex) -> dict:
+    from hloscope.analyses.trace_export import chrome_trace
+
+    analysed = _memory(result, index)
+    return chrome_trace(result, analysed.timeline if analysed else None)
+
+
+def _xprof_figures(trace: Trace, result: TraceResult, index: ProgramIndex) -> dict:
+    from hloscope.parsers.trace.xprof import xprof_peak_heap
+
+    figures = xprof_peak_heap(Path(trace.source), result.module_name, result.program_id)
+    if figures is None:
+        return {}
+    analysed = _memory(result, index)
+    return {"xprof_peak_heap_bytes": figures.peak_heap_bytes,
+            "live_peak_bytes": analysed.peak_bytes if analysed else None}

@@ -1,0 +1,79 @@
+"""A profiler trace as hloscope keeps it: the executed HLO ops, step marks and embedded HLO.
+
+Both readers (`hloscope.parsers.trace`: XSpace `*.xplane.pb` and the trace JSON) produce this
+model. Times are integer picoseconds on the trace's own clock (the XLine timestamp plus the
+event offset, which is also the trace JSON's `ts`), so events of one trace compare directly.
+
+An `OpEvent` is one execution of one HLO instruction as the profiler recorded it: on CPU a
+thunk on some thread (a `while` event encloses the events of its body), on TPU/GPU an event
+on the device plane's "XLA Ops" line (a fusion can be several kernels, i.e. several events).
+`program_id` is XLA's module id (the dump file's NNNN); the trace JSON does not carry it (None).
+`run_id` names one execution of a program: the events of one step share it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PS_PER_US = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class OpEvent:
+    """One recorded execution of HLO instruction `name` of module `module`."""
+
+    name: str
+    module: str
+    program_id: int | None
+    run_id: int | None
+    start_ps: int
+    duration_ps: int
+    plane: str
+    line: str
+
+    @property
+    def end_ps(self) -> int:
+        return self.start_ps + self.duration_ps
+
+
+@dataclass(frozen=True, slots=True)
+class StepMark:
+    """A training step the trace marks: a "Steps" line event or a StepTraceAnnotation."""
+
+    number: int
+    start_ps: int
+    duration_ps: int
+    source: str  # e.g. "/device:TPU:0 Steps" or "/host:CPU python (step_num)"
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedModule:
+    """An HloProto the trace's `/host:metadata` plane carries for one program."""
+
+    program_id: int
+    name: str
+    hlo_proto: bytes
+
+
+@dataclass(slots=True)
+class Trace:
+    """Everything hloscope reads from one trace file."""
+
+    source: str
+    kind: str  # "xplane" or "trace-json"
+    planes: list[str] = field(default_factory=list)
+    events: list[OpEvent] = field(default_factory=list)
+    steps: list[StepMark] = field(default_factory=list)
+    modules: list[EmbeddedModule] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def device_planes(self) -> list[str]:
+        return [plane for plane in self.planes if plane.startswith("/device:")]
+
+    def module_names(self) -> dict[int, str]:
+        """program id -> module name, from the embedded modules and the events."""
+        names = {m.program_id: m.name for m in self.modules}
+        for event in self.events:
+            if event.program_id is not None:
+                names.setdefault(event.program_id, event.module)
+        return names

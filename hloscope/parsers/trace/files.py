@@ -1,0 +1,66 @@
+"""Finding and reading a profile: a folder, an `*.xplane.pb` or a `*.trace.json.gz`.
+
+`load_trace` accepts
+- an `*.xplane.pb` (or `.xplane.pb.gz`) file: read with the project's XSpace schema;
+- a `*.trace.json` / `*.trace.json.gz` file: the JSON fallback (no program ids, no HLO);
+- a folder: `hloscope profile`'s output (its `trace/`), a `jax.profiler.trace` log dir
+  (`plugins/profile/<run>/`) or a run folder itself. The newest run is read; in it the XSpace
+  is preferred and the trace JSON is the fallback when there is none.
+
+`find_dump_folder` finds the XLA dump that belongs to a profile folder (`dump/` beside
+`trace/`), so `hloscope trace FOLDER` joins against XLA's own text when it is there.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hloscope.errors import InputError
+from hloscope.model.trace import Trace
+from hloscope.parsers.trace.trace_json import read_trace_json
+from hloscope.parsers.trace.xplane import read_xplane
+
+XPLANE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+JSON_SUFFIXES = (".trace.json", ".trace.json.gz")
+_PROFILE_DEPTH = 5  # <profile>/trace/plugins/profile/<run>/<host>.xplane.pb
+
+
+def load_trace(source: str | Path, prefer_json: bool = False) -> Trace:
+    """The Trace of a file or folder (see the module docstring). InputError when none found."""
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if path.is_dir():
+        path = find_trace_file(path, prefer_json)
+    if path.name.endswith(XPLANE_SUFFIXES):
+        return read_xplane(path)
+    if path.name.endswith(JSON_SUFFIXES):
+        return read_trace_json(path)
+    raise InputError(f"{path}: not a profile file: expected a name ending in "
+                     f"{', '.join(XPLANE_SUFFIXES + JSON_SUFFIXES)}")
+
+
+def find_trace_file(folder: Path, prefer_json: bool = False) -> Path:
+    """The XSpace (else the trace JSON) of the newest run under `folder`."""
+    runs = sorted({p.parent for suffix in XPLANE_SUFFIXES + JSON_SUFFIXES
+                   for p in folder.rglob(f"*{suffix}")}, key=lambda run: run.name)
+    if not runs:
+        raise InputError(f"{folder}: no profile in this folder (no *.xplane.pb or "
+                         "*.trace.json.gz under it)")
+    run = runs[-1]
+    order = (JSON_SUFFIXES + XPLANE_SUFFIXES) if prefer_json else (XPLANE_SUFFIXES +
+                                                                  JSON_SUFFIXES)
+    for suffix in order:
+        found = sorted(run.glob(f"*{suffix}"))
+        if found:
+            return found[0]
+    raise InputError(f"{run}: no profile file")  # unreachable: the run came from a match
+
+
+def find_dump_folder(source: str | Path) -> Path | None:
+    """The XLA dump folder of a `hloscope profile` folder (`dump/` beside `trace/`), if any."""
+    path = Path(source)
+    for folder in (path, *path.parents[:_PROFILE_DEPTH]):
+        dump = folder / "dump"
+        if (folder / "trace").is_dir() and dump.is_dir():
+            return dump
+    return None

@@ -1,0 +1,199 @@
+"""Reading an XSpace (`<host>.xplane.pb`, what `jax.profiler.trace` writes) into a `Trace`.
+
+What is read (see docs in DESIGN.md, "Profiler traces"):
+
+- **Host planes** (`/host:CPU`): every event carrying an `hlo_op` stat is an executed HLO op;
+  `hlo_module`, `program_id` and `run_id` come with it. Events with a `step_num` stat
+  (`jax.profiler.StepTraceAnnotation`) are step marks.
+- **Device planes** (`/device:TPU:0`, `/device:GPU:0`): the "XLA Ops" line holds the ops (one
+  event per op, or several kernels for one fusion, each naming it); the op's name is its
+  `hlo_op` stat or else the event's name. Its program and run come from its own stats or from
+  the enclosing event of the "XLA Modules" line (named `module(program_id)`). The "Steps" line
+  gives the step marks.
+- **`/host:metadata`**: one event metadata per compiled program, with the program's HloProto
+  (`Hlo Proto` stat, optimized HLO and buffer assignment) and its `program_id`.
+
+Stats are looked up on the event first, then on its event metadata (device planes put constant
+stats there). A `ref_value` stat names another stat metadata whose name is the value.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from hloscope.errors import ParseError, SourceLocation
+from hloscope.model.trace import EmbeddedModule, OpEvent, StepMark, Trace
+from hloscope.parsers.trace.xspace_schema import xspace_class
+from hloscope.parsers.xla_memory.reading import read_bytes
+
+METADATA_PLANE = "/host:metadata"
+OPS_LINE, MODULES_LINE, STEPS_LINE = "XLA Ops", "XLA Modules", "Steps"
+_MODULE_ID = re.compile(r"^(?P<name>.*)\((?P<id>\d+)\)$")
+
+
+def read_xplane(path: str | Path) -> Trace:
+    """The Trace of an `*.xplane.pb` file (ParseError when it is not an XSpace)."""
+    return parse_xplane(read_bytes(path), str(path))
+
+
+def parse_xplane(data: bytes, source: str = "<bytes>") -> Trace:
+    space = xspace_class()()
+    try:
+        space.ParseFromString(data)
+    except DecodeError as error:
+        raise ParseError(f"not a serialized XSpace (xplane.pb): {error}",
+                         SourceLocation(source, 1, 1)) from None
+    if not space.planes:
+        raise ParseError("not an XSpace: no planes (is this an xplane.pb file?)",
+                         SourceLocation(source, 1, 1))
+    trace = Trace(source, "xplane", planes=[plane.name for plane in space.planes],
+                  warnings=[*space.errors, *space.warnings])
+    for plane in space.planes:
+        _read_plane(_Plane(plane), trace)
+    trace.events.sort(key=lambda e: (e.start_ps, -e.duration_ps))
+    trace.steps.sort(key=lambda s: s.start_ps)
+    return trace
+
+
+class _Plane:
+    """One XPlane with its stat and event metadata resolved."""
+
+    def __init__(self, proto: Any) -> None:
+        self.proto = proto
+        self.name: str = proto.name
+        self.stat_names = {key: meta.name for key, meta in proto.stat_metadata.items()}
+        self.event_metadata = dict(proto.event_metadata.items())
+
+    def stats(self, stats: Any) -> dict[str, Any]:
+        found = {}
+        for stat in stats:
+            kind = stat.WhichOneof("value")
+            value = getattr(stat, kind) if kind else None
+            if kind == "ref_value":
+                value = self.stat_names.get(value, "")
+            found[self.stat_names.get(stat.metadata_id, "")] = value
+        return found
+
+    def event_stats(self, event: Any) -> dict[str, Any]:
+        metadata = self.event_metadata.get(event.metadata_id)
+        merged = self.stats(metadata.stats) if metadata is not None else {}
+        merged.update(self.stats(event.stats))
+        return merged
+
+    def event_name(self, event: Any) -> str:
+        metadata = self.event_metadata.get(event.metadata_id)
+        return metadata.name if metadata is not None else ""
+
+
+def _read_plane(plane: _Plane, trace: Trace) -> None:
+    if plane.name == METADATA_PLANE:
+        trace.modules.extend(_embedded_modules(plane))
+    elif plane.name.startswith("/device:"):
+        _read_device_plane(plane, trace)
+    else:
+        _read_host_plane(plane, trace)
+
+
+def _embedded_modules(plane: _Plane) -> Iterator[EmbeddedModule]:
+    for metadata in plane.event_metadata.values():
+        stats = plane.stats(metadata.stats)
+        proto = stats.get("Hlo Proto")
+        if not isinstance(proto, bytes) or "program_id" not in stats:
+            continue
+        match = _MODULE_ID.match(metadata.name)
+        name = match.group("name") if match else metadata.name
+        yield EmbeddedModule(int(stats["program_id"]), name, proto)
+
+
+def _events(line: Any) -> Iterator[tuple[Any, int]]:
+    """(event, start in ps) of a line's timed events (aggregated ones have no start)."""
+    base = line.timestamp_ns * 1000
+    for event in line.events:
+        if event.WhichOneof("data") != "num_occurrences":
+            yield event, base + event.offset_ps
+
+
+def _read_host_plane(plane: _Plane, trace: Trace) -> None:
+    for line in plane.proto.lines:
+        line_name = line.display_name or line.name
+        for event, start in _events(line):
+            stats = plane.event_stats(event)
+            if "hlo_op" in stats:
+                trace.events.append(_op_event(stats, str(stats["hlo_op"]), start, event,
+                                              plane.name, line_name, None))
+            elif "step_num" in stats:
+                trace.steps.append(StepMark(int(stats["step_num"]), start, event.duration_ps,
+                                            f"{plane.name} {line_name} (step_num)"))
+
+
+@dataclass(frozen=True, slots=True)
+class _ModuleSpan:
+    start_ps: int
+    end_ps: int
+    name: str
+    program_id: int | None
+    run_id: int | None
+
+
+def _read_device_plane(plane: _Plane, trace: Trace) -> None:
+    lines = {line.name: line for line in plane.proto.lines}
+    spans = _module_spans(plane, lines.get(MODULES_LINE))
+    starts = [span.start_ps for span in spans]
+    if STEPS_LINE in lines:
+        for index, (event, start) in enumerate(_events(lines[STEPS_LINE])):
+            number = plane.event_stats(event).get("step_num", index)
+            trace.steps.append(StepMark(int(number), start, event.duration_ps,
+                                        f"{plane.name} {STEPS_LINE}"))
+    for line in plane.proto.lines:
+        if line.name != OPS_LINE:
+            continue
+        for event, start in _events(line):
+            stats = plane.event_stats(event)
+            name = str(stats.get("hlo_op") or plane.event_name(event))
+            span = _enclosing(spans, starts, start)
+            trace.events.append(_op_event(stats, name, start, event, plane.name, line.name,
+                                          span))
+
+
+def _module_spans(plane: _Plane, line: Any) -> list[_ModuleSpan]:
+    if line is None:
+        return []
+    spans = []
+    for event, start in _events(line):
+        stats = plane.event_stats(event)
+        match = _MODULE_ID.match(plane.event_name(event))
+        name = match.group("name") if match else plane.event_name(event)
+        program = stats.get("program_id", match.group("id") if match else None)
+        spans.append(_ModuleSpan(start, start + event.duration_ps, name,
+                                 int_or_none(program), int_or_none(stats.get("run_id"))))
+    return sorted(spans, key=lambda s: s.start_ps)
+
+
+def _enclosing(spans: list[_ModuleSpan], starts: list[int], time: int) -> _ModuleSpan | None:
+    index = bisect.bisect_right(starts, time) - 1
+    if index >= 0 and spans[index].start_ps <= time <= spans[index].end_ps:
+        return spans[index]
+    return None
+
+
+def _op_event(stats: dict[str, Any], name: str, start: int, event: Any, plane: str, line: str,
+              span: _ModuleSpan | None) -> OpEvent:
+    module = stats.get("hlo_module") or (span.name if span else "")
+    program = stats.get("program_id", span.program_id if span else None)
+    run = stats.get("run_id", span.run_id if span else None)
+    return OpEvent(name=name, module=str(module), program_id=int_or_none(program),
+                   run_id=int_or_none(run), start_ps=start, duration_ps=event.duration_ps,
+                   plane=plane, line=line)
+
+
+def int_or_none(value: Any) -> int | None:
+    try:
+        return None if value is None or value == "" else int(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,56 @@
+"""Each remedy `hloscope oom` predicts, compiled for real (deviceless TPU v5e 2x2).
+
+The truth is libtpu's own: the device memory XLA's buffer assignment needs for the remedied
+config (the memory-usage report's default-space total, what libtpu compares with the usable
+HBM). The micro-batch remedy is compiled as one step at the micro-batch; its prediction also
+holds the fp32 gradient accumulator (4 bytes per parameter), well under 1% here. Six compiles:
+marked slow (run with `-m slow`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from hloscope.analyses.oom import diagnose, read_inputs, resolve_capacity
+from hloscope.workloads.build import BuildSpec, run_build
+from hloscope.workloads.figures import reported_device_total
+from hloscope.workloads.policies import parse_variant
+from hloscope.workloads.presets import preset_config
+
+pytestmark = [pytest.mark.slow, pytest.mark.compile]
+
+TARGET = "tpu:v5e:2x2"
+BASE = {"n_layers": 4, "scan_layers": True, "seq_len": 2048, "batch": 128}
+TOLERANCE = 0.10
+
+
+def compile_variant(folder: Path, overrides: dict) -> int:
+    config = preset_config("tiny", **BASE)
+    remat = overrides.pop("remat", "none")
+    config = dataclasses.replace(parse_variant(remat, config).apply(config), **overrides)
+    build = run_build(BuildSpec("tiny", remat, TARGET, config), folder)
+    total = reported_device_total(build)
+    assert total is not None, build.manifest["error"]
+    return total
+
+
+def test_remedies_predict_their_compiled_peaks(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    compile_variant(base, {})
+    inputs = read_inputs(str(base), None, None)
+    diagnosis = diagnose(inputs, resolve_capacity(None, None, inputs.log, inputs.device))
+    assert diagnosis.fits is False
+    compiled = {r.name: compile_variant(tmp_path / r.name.replace(":", "-"), dict(r.config))
+                for r in diagnosis.remedies}
+    lines = []
+    for remedy in diagnosis.remedies:
+        error = remedy.predicted_bytes / compiled[remedy.name] - 1
+        lines.append(f"{remedy.name}: predicted {remedy.predicted_bytes:,} compiled "
+                     f"{compiled[remedy.name]:,} ({error:+.1%})")
+    print("\n".join(lines))
+    for remedy in diagnosis.remedies:
+        assert abs(remedy.predicted_bytes / compiled[remedy.name] - 1) < TOLERANCE, lines
+    by_prediction = sorted(diagnosis.remedies, key=lambda r: r.predicted_bytes)
+    assert [r.name for r in by_prediction] == sorted(compiled, key=compiled.get), lines
