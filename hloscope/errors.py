@@ -101,3 +101,9 @@ def _clip_line(line_text: str, column: int, width: int = 120) -> tuple[str, int]
     prefix = "..." if start else ""
     shown = prefix + line_text[start : start + width]
     return shown, column - start + len(prefix)
+
+
+class ClusterUnreachableError(HloscopeError):
+    """A compute cluster (Ray) named by an address cannot be reached."""
+
+    exit_code = EXIT_INPUT_MISSING

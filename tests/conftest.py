@@ -1,8 +1,11 @@
 """Shared test fixtures: where the corpus (../shared) and the committed fixtures live."""
 from __future__ import annotations
 
+import atexit
 import csv
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +18,10 @@ for _key, _value in {"TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v5litep
                      "TPU_WORKER_HOSTNAMES": "localhost", "TPU_WORKER_ID": "0",
                      "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():
     os.environ.setdefault(_key, _value)
+# builds (`hloscope build` reads and writes the cache too) stay out of the user's ~/.cache
+if "HLOSCOPE_CACHE_DIR" not in os.environ:
+    os.environ["HLOSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="hloscope-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["HLOSCOPE_CACHE_DIR"], True)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

@@ -1,5 +1,5 @@
-"""A sweep's progress on standard error: a redrawn bar on a terminal, one line per compile
-otherwise (logs and CI stay readable)."""
+"""A sweep's progress on standard error: a bar redrawn every second on a terminal (the running
+compiles' clocks tick), one line per compile otherwise (logs and CI stay readable)."""
 from __future__ import annotations
 
 import sys
@@ -14,7 +14,7 @@ BAR_WIDTH = 24
 
 
 class SweepProgress:
-    """A SweepListener: counts finished variants out of `total` and shows what is compiling."""
+    """A SweepListener: counts finished cases out of `total` and shows what is compiling."""
 
     def __init__(self, total: int, stream: TextIO | None = None) -> None:
         self.total = total
@@ -24,20 +24,30 @@ class SweepProgress:
         self.compiles = 0
         self.running: dict[str, tuple[int, float]] = {}
 
-    def started(self, variant: str, batch: int) -> None:
-        self.running[variant] = (batch, time.monotonic())
+    def started(self, case: str, batch: int, attempt: int) -> None:
+        self.running[case] = (batch, time.monotonic())
         self._draw()
 
-    def finished(self, outcome: TaskOutcome, variant_done: bool) -> None:
+    def retrying(self, case: str, batch: int, attempt: int, reason: str) -> None:
+        self.running.pop(case, None)
+        self._line(f"{case} (batch {batch}): attempt {attempt} lost ({reason}); retrying")
+
+    def finished(self, outcome: TaskOutcome, case_done: bool) -> None:
         self.running.pop(outcome.variant, None)
         self.compiles += 1
-        self.variants_done += variant_done
-        self._clear()
-        click.echo(f"  {_describe(outcome)}", file=self.stream)
+        self.variants_done += case_done
+        self._line(_describe(outcome))
+
+    def tick(self) -> None:
         self._draw()
 
     def close(self) -> None:
         self._clear()
+
+    def _line(self, text: str) -> None:
+        self._clear()
+        click.echo(f"  {text}", file=self.stream)
+        self._draw()
 
     def _draw(self) -> None:
         if not self.tty:
@@ -58,6 +68,9 @@ class SweepProgress:
 def _describe(outcome: TaskOutcome) -> str:
     figures = outcome.figures
     fit = {True: "fits", False: "does not fit", None: "fit unknown"}[figures.fits]
-    source = "cached" if outcome.cache_hit else f"compiled in {figures.compile_seconds or 0:.1f}s"
-    return (f"{outcome.variant} (batch {outcome.batch}): {figures.status}, {fit}, {source} "
-            f"[{outcome.seconds:.1f}s]")
+    source = "cached" if outcome.cache_hit else (
+        "no compile" if figures.compile_seconds is None else
+        f"compiled in {figures.compile_seconds:.1f}s")
+    tries = f", attempt {outcome.attempts}" if outcome.attempts > 1 else ""
+    return (f"{outcome.variant} (batch {outcome.batch}): {figures.status}, {fit}, {source}"
+            f"{tries} [{outcome.seconds:.1f}s]")

@@ -1,15 +1,21 @@
-"""Options `build` and `sweep` share: the model (a preset and overrides), the target, the output
-format. Collected here, turned into a TransformerConfig by `model_config` (no jax)."""
+"""Options `build` and `sweep` share: the model (a preset and overrides), the target, the cache,
+the output format; and the sweep's own: grids (`--batch 8,16 --seq 2048,4096`) and where its
+compiles run (`--executor local|ray`). Collected here, turned into a TransformerConfig by
+`model_config` (no jax)."""
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_names
+from hloscope.workloads.cache import default_cache_dir
 from hloscope.workloads.config import DTYPES, TransformerConfig
+from hloscope.workloads.executors import EXECUTORS, ExecutorSpec
+from hloscope.workloads.grid import Grid, parse_int_list
 from hloscope.workloads.presets import preset_config, preset_names
 from hloscope.workloads.targets import EXAMPLES
 
@@ -29,15 +35,30 @@ _OVERRIDES = (  # (option, config field, help)
 )
 
 
+_GRID_OPTIONS = {"seq_len": "--seq", "batch": "--batch"}  # config field -> option
+
+
 def model_options(command: CommandFunction) -> CommandFunction:
     """--model, the size overrides, dtypes, sharding and layout; passes `config` and `model`."""
+    return _model_options(command, grid=False)
 
+
+def grid_model_options(command: CommandFunction) -> CommandFunction:
+    """model_options whose --seq and --batch take comma-separated lists; also passes `grid`."""
+    return _model_options(command, grid=True)
+
+
+def _model_options(command: CommandFunction, grid: bool) -> CommandFunction:
     @functools.wraps(command)
     def collected(*args: Any, model: str, param_dtype: str | None, compute_dtype: str | None,
                   fsdp: bool | None, scan: bool | None, **kwargs: Any) -> Any:
         overrides = {field: kwargs.pop(field) for _, field, _ in _OVERRIDES}
+        lists = _grid_lists(overrides) if grid else {}
         config = model_config(model, param_dtype=param_dtype, compute_dtype=compute_dtype,
                               fsdp=fsdp, scan_layers=scan, **overrides)
+        if grid:
+            kwargs["grid"] = Grid(lists.get("seq_len") or (config.seq_len,),
+                                  lists.get("batch") or (config.batch,))
         return command(*args, model=model, config=config, **kwargs)
 
     options = [
@@ -50,14 +71,28 @@ def model_options(command: CommandFunction) -> CommandFunction:
                      help="Activation dtype (default: the preset's)."),
         click.option("--param-dtype", type=click.Choice(DTYPES), default=None,
                      help="Parameter dtype (default: the preset's)."),
-        *[click.option(option, field, type=click.IntRange(min=1), default=None, help=text)
-          for option, field, text in reversed(_OVERRIDES)],
+        *[_size_option(option, field, text, grid) for option, field, text in reversed(_OVERRIDES)],
         click.option("--model", required=True, type=click.Choice(preset_names()),
                      help="A preset: its published dimensions, overridable below."),
     ]
     for option in options:
         collected = option(collected)
     return collected  # type: ignore[return-value]
+
+
+def _grid_lists(overrides: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Parses the grid options' lists; the config gets each list's first value."""
+    lists = {field: parse_int_list(overrides[field], option)
+             for field, option in _GRID_OPTIONS.items() if overrides[field] is not None}
+    overrides.update({field: values[0] for field, values in lists.items()})
+    return lists
+
+
+def _size_option(option: str, field: str, text: str, grid: bool) -> Callable[[Any], Any]:
+    if grid and field in _GRID_OPTIONS:
+        return click.option(option, field, default=None, metavar="N[,N...]",
+                            help=f"{text} Several values, comma-separated, sweep a grid.")
+    return click.option(option, field, type=click.IntRange(min=1), default=None, help=text)
 
 
 def model_config(model: str, **overrides: Any) -> TransformerConfig:
@@ -73,3 +108,49 @@ def format_option(command: CommandFunction) -> CommandFunction:
     return click.option("--format", "fmt", default=DEFAULT_FORMAT,
                         type=click.Choice(format_names(), case_sensitive=False),
                         help=f"Report format on standard output: {describe_formats()}.")(command)
+
+
+def cache_options(command: CommandFunction) -> CommandFunction:
+    """--cache-dir and --no-cache; passes `cache_root` (None: no cache)."""
+
+    @functools.wraps(command)
+    def collected(*args: Any, cache_dir: Path | None, no_cache: bool, **kwargs: Any) -> Any:
+        root = None if no_cache else cache_dir or default_cache_dir()
+        return command(*args, cache_root=root, **kwargs)
+
+    options = [
+        click.option("--no-cache", is_flag=True, help="Compile again; cache nothing."),
+        click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+                     default=None, help="Where compiled builds are cached, shareable by many "
+                     "workers (default $HLOSCOPE_CACHE_DIR or ~/.cache/hloscope)."),
+    ]
+    for option in options:
+        collected = option(collected)
+    return collected  # type: ignore[return-value]
+
+
+def executor_options(command: CommandFunction) -> CommandFunction:
+    """--executor, --address, --task-memory; passes `executor` (an ExecutorSpec)."""
+
+    @functools.wraps(command)
+    def collected(*args: Any, executor: str, address: str | None, task_memory: float | None,
+                  **kwargs: Any) -> Any:
+        if executor == "local" and (address or task_memory):
+            raise click.UsageError("--address and --task-memory need --executor ray")
+        spec = ExecutorSpec(executor, address, task_memory)
+        return command(*args, executor=spec, **kwargs)
+
+    options = [
+        click.option("--task-memory", type=click.FloatRange(min=0.1), default=None,
+                     metavar="GIB", help="Ray: memory declared per compile (default by target: "
+                     "cpu 1, gpu 2, tpu 3 GiB)."),
+        click.option("--address", default=None, metavar="auto|HOST:PORT|ray://HOST:PORT",
+                     help="Ray: the cluster to join (default: the one this process knows, "
+                     "else a new local one)."),
+        click.option("--executor", type=click.Choice(EXECUTORS), default="local",
+                     show_default=True, help="Run compiles in local worker processes or as "
+                     "Ray tasks (pip install 'hloscope[ray]')."),
+    ]
+    for option in options:
+        collected = option(collected)
+    return collected  # type: ignore[return-value]

@@ -48,19 +48,30 @@ def _title(data: dict[str, Any]) -> str:
 def _summary(data: dict[str, Any]) -> list:
     config = data["config"]
     winner_row = next((row for row in data["variants"] if row["variant"] == data["winner"]), None)
-    batch = "searched (largest that fits, per variant)" if data["search"] else config["batch"]
+    grid = data["grid"]
+    batch = "searched (largest that fits, per variant)" if data["search"] else _listed(
+        grid["batch"])
     return [
         ("model", f"{data['model']}: {data['parameters']:,} parameters, {config['n_layers']} "
-                  f"layers, d_model {config['d_model']}, seq {config['seq_len']}"),
+                  f"layers, d_model {config['d_model']}, seq {_listed(grid['seq_len'])}"),
         ("target", f"{data['target']} ({data['devices']} x {data['device']})"),
         ("capacity per device", Quantity(data["capacity_bytes"], "bytes")),
         ("global batch", batch),
         ("sharding", _sharding(config)),
         ("compiles", f"{data['compiles']} compiled, {data['cache_hits']} from the cache, "
-                     f"{data['wall_seconds']:.0f} s"),
+                     f"{data['wall_seconds']:.0f} s, on the {data['executor']} executor"
+                     + _retried(data)),
         ("winner", repr(data["winner"]) if data["winner"] else "none: no variant fits"),
         ("why", winner_row["reason"] if winner_row else ""),
     ]
+
+
+def _listed(values: list[int]) -> str:
+    return ", ".join(str(value) for value in values)
+
+
+def _retried(data: dict[str, Any]) -> str:
+    return f"; {data['retried']} retried (a worker died)" if data["retried"] else ""
 
 
 def _sharding(config: dict[str, Any]) -> str:
@@ -112,22 +123,24 @@ def _fit_word(fits: bool) -> str:
     return "fits" if fits else "does not fit"
 
 
-def build_report(build: Build, figures: VariantFigures) -> Report:
+def build_report(build: Build, figures: VariantFigures, cached: bool = False) -> Report:
     manifest = build.manifest
     return Report(
         name="build",
         title=f"Build: {manifest['model']} / {manifest['variant']} for {manifest['target']}",
-        summary=_build_summary(build, figures),
+        summary=_build_summary(build, figures, cached),
         notes=[f"error: {manifest['error']}"] if manifest["error"] else [],
-        data={"folder": str(build.folder), "manifest": manifest, "figures": figures.to_dict()},
+        data={"folder": str(build.folder), "cache_hit": cached, "manifest": manifest,
+              "figures": figures.to_dict()},
     )
 
 
-def _build_summary(build: Build, figures: VariantFigures) -> list:
+def _build_summary(build: Build, figures: VariantFigures, cached: bool) -> list:
     manifest = build.manifest
     hlo = figures.hlo
     return [
         ("status", figures.status),
+        ("source", "the cache" if cached else "compiled"),
         ("fits", "unknown" if figures.fits is None else figures.fits),
         ("  decided by", figures.fit_source),
         ("folder", str(build.folder)),

@@ -13,10 +13,15 @@ Compiling (no jax in the parent):
 - `targets`: target strings (`cpu`, `tpu:v5e:2x2`, `gpu:h100:1x1x8`), environments, meshes;
 - `compiler`, `compile_job`, `runner`, `results`: one compile in a child process, as a result;
 - `build`: one variant compiled into a build folder (manifest, analyses, optimized HLO, dump);
-- `cache`: build folders by content hash; `fingerprint`: programs equal up to metadata.
+- `cache`: build folders by content hash, safe on a shared path; `seal`: an entry's
+  completeness marker (file hashes); `fingerprint`: programs equal up to metadata.
 
 Sweeping (no jax):
 - `figures`: what a build's HLO and verdict say (fit, memory, FLOPs, recompute, offload);
 - `roofline`: the per-device step-time estimate; `ranking`: the winner and the reasons;
-- `search`: the batch plans (`--search batch`); `sweep`: worker processes and scheduling.
+- `search`: the batch plans (`--search batch`); `grid`: the cases of a grid sweep;
+- `tasks`: one compile as a worker's task; `transfer`: builds sent back from other machines;
+- `executors`: local worker processes (`ray_executor`: Ray tasks, the only module importing ray);
+- `scheduler`: plans on an executor, retries, clean stops; `faults`: kill injection for tests;
+- `sweep`: the request and result; `sweep_rows`: its JSON rows.
 """

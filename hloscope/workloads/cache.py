@@ -1,14 +1,20 @@
-"""A content-addressed cache of build folders, so the same program is never compiled twice (no jax).
+"""A content-addressed cache of build folders, safe on a path many workers share (no jax).
 
 The key is a hash of everything the program depends on (`BuildSpec.key_material`): the full
 model config (remat policy and layout included), the target, the compiler options, the versions
 of python, jax, jaxlib and the backend plugin (libtpu or the CUDA wheels), hloscope's version
-and a hash of the workload's own source files (so edits in a checkout are new keys). An entry is
-a complete build folder at `<root>/builds/<key>/`; it is written in a staging folder and moved
-into place whole, so concurrent sweeps never see half an entry. Crashes and timeouts are not
-cached (they may not recur); ok, oom and error results are.
+and a hash of the workload's own source files (so edits in a checkout are new keys).
 
-The root is `$HLOSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/hloscope`, else `~/.cache/hloscope`.
+An entry is a build folder at `<root>/builds/<key>/`. A worker compiles into its own staging
+folder (`<root>/staging/<key>-<attempt>`), seals it (`seal.seal_folder`: every file's size and
+SHA-256, written last) and publishes it with one `rename` — atomic on a local file system and on
+NFS — so nobody sees half an entry. When two workers publish the same key the first rename wins
+and the second keeps the winner's entry. A lookup trusts an entry only when its seal matches
+every file: a partial or corrupt entry is moved aside to `<root>/corrupt/` and compiled again.
+Crashes and timeouts are not cached (they may not recur); ok, oom and error results are.
+
+The root is `--cache-dir`, else `$HLOSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/hloscope`, else
+`~/.cache/hloscope`.
 """
 from __future__ import annotations
 
@@ -19,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hloscope.errors import InputError
-from hloscope.workloads.build import MANIFEST, Build, BuildSpec, load_build, run_build
+from hloscope.workloads.build import Build, BuildSpec, load_build, run_build
+from hloscope.workloads.seal import seal_folder, seal_problem
 
 CACHED_STATUSES = frozenset({"ok", "oom", "error"})
+_PUBLISH_TRIES = 3
 
 
 def default_cache_dir() -> Path:
@@ -32,6 +40,10 @@ def default_cache_dir() -> Path:
     return Path(base) / "hloscope"
 
 
+def new_attempt_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
 @dataclass(frozen=True)
 class BuildCache:
     root: Path
@@ -39,34 +51,65 @@ class BuildCache:
     def entry(self, key: str) -> Path:
         return self.root / "builds" / key
 
-    def lookup(self, spec: BuildSpec) -> Build | None:
-        folder = self.entry(spec.cache_key())
-        if not (folder / MANIFEST).exists():
-            return None
-        try:
-            return load_build(folder)
-        except InputError:
-            return None
+    def staging(self, key: str, attempt: str) -> Path:
+        return self.root / "staging" / f"{key}-{attempt}"
 
-    def build(self, spec: BuildSpec, timeout: float) -> tuple[Build, bool]:
+    def lookup(self, spec: BuildSpec) -> Build | None:
+        """The entry for `spec` when it is complete and unaltered; a damaged one is moved aside."""
+        key = spec.cache_key()
+        folder = self.entry(key)
+        if not folder.exists():
+            return None
+        problem = seal_problem(folder, key)
+        if problem is None:
+            try:
+                return load_build(folder)
+            except InputError as error:
+                problem = str(error)
+        self.quarantine(key, problem)
+        return None
+
+    def build(self, spec: BuildSpec, timeout: float,
+              attempt: str | None = None) -> tuple[Build, bool]:
         """(the build, True when it came from the cache)."""
         found = self.lookup(spec)
         if found is not None:
             return found, True
-        staging = self.root / "staging" / f"{spec.cache_key()}-{uuid.uuid4().hex[:8]}"
+        key = spec.cache_key()
+        staging = self.staging(key, attempt or new_attempt_id())
+        if staging.exists():
+            shutil.rmtree(staging)
         built = run_build(spec, staging, timeout)
         if built.manifest["status"] not in CACHED_STATUSES:
             return built, False
-        return self._publish(spec, staging), False
+        seal_folder(staging, key)
+        return self.publish(key, staging), False
 
-    def _publish(self, spec: BuildSpec, staging: Path) -> Build:
-        folder = self.entry(spec.cache_key())
+    def publish(self, key: str, staging: Path) -> Build:
+        """Moves a sealed staging folder into place; keeps another writer's intact entry."""
+        folder = self.entry(key)
         folder.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(_PUBLISH_TRIES):
+            try:
+                staging.rename(folder)
+                return load_build(folder)
+            except OSError:  # the key exists: published by another writer, or damaged
+                problem = seal_problem(folder, key)
+                if problem is None:
+                    shutil.rmtree(staging, ignore_errors=True)
+                    return load_build(folder)
+                self.quarantine(key, problem)
+        raise InputError(f"{folder}: could not publish the cache entry (it keeps changing)")
+
+    def quarantine(self, key: str, problem: str) -> None:
+        """Moves a damaged entry out of the way (kept for inspection with the reason)."""
+        aside = self.root / "corrupt" / f"{key}-{new_attempt_id()}"
+        aside.parent.mkdir(parents=True, exist_ok=True)
         try:
-            staging.rename(folder)
-        except OSError:  # another process published the same key first: keep theirs
-            shutil.rmtree(staging, ignore_errors=True)
-        return load_build(folder)
+            self.entry(key).rename(aside)
+        except OSError:  # another worker moved or replaced it first
+            return
+        (aside / "REASON.txt").write_text(problem + "\n")
 
 
 def copy_build(build: Build, destination: Path) -> Build:

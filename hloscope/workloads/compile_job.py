@@ -6,13 +6,16 @@ importing jax (so it also works when started by hand), builds the target's mesh,
 builder (`"package.module:function"`, called as `builder(mesh, **builder_kwargs)` and returning a
 `CompileSpec`), compiles, and writes the CompileResult as JSON to RESULT. One compile per process:
 libtpu can crash a process, and a fresh process is the only reliable isolation. Exit status 0
-means RESULT was written, whatever the compile's verdict.
+means RESULT was written, whatever the compile's verdict. The child dies with the process that
+started it (`die_with_parent`: a killed sweep worker leaves no compile running).
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -21,6 +24,9 @@ from typing import Any
 
 from hloscope.workloads.results import CompileResult
 from hloscope.workloads.targets import Target, parse_target, target_environment
+
+PARENT_PID_ENV = "HLOSCOPE_COMPILE_PARENT"
+_PR_SET_PDEATHSIG = 1
 
 
 def load_builder(reference: str) -> Callable[..., Any]:
@@ -44,7 +50,8 @@ def run(request: dict[str, Any]) -> CompileResult:
                              versions=package_versions(target.backend))
     return compile_function(spec.fn, spec.args, target=target.spec, backend=target.backend,
                             dump_dir=request["dump_dir"], donate_argnums=spec.donate_argnums,
-                            compiler_options=request.get("compiler_options"))
+                            compiler_options=request.get("compiler_options"),
+                            jit_kwargs=getattr(spec, "jit_kwargs", None))
 
 
 def _set_environment(target: Target) -> None:
@@ -61,7 +68,20 @@ def _set_environment(target: Target) -> None:
     os.environ.update(wanted, XLA_FLAGS=" ".join(flags))
 
 
+def die_with_parent() -> None:
+    """Asks Linux to SIGKILL this process when its parent dies; exits at once when the parent
+    named in $HLOSCOPE_COMPILE_PARENT is already gone."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: nothing to ask for
+        return
+    expected = os.environ.get(PARENT_PID_ENV)
+    if expected and expected.isdigit() and os.getppid() != int(expected):
+        os._exit(1)
+
+
 def main(argv: list[str] | None = None) -> int:
+    die_with_parent()
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         print("usage: python -m hloscope.workloads.compile_job REQUEST.json RESULT.json",

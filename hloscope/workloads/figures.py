@@ -22,7 +22,6 @@ Sources, each independent of the others:
 """
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -33,8 +32,6 @@ from hloscope.workloads.build import DUMP, LOG, Build
 from hloscope.workloads.roofline import StepEstimate, estimate_step
 from hloscope.workloads.targets import parse_target
 
-_OOM_TEMPORARIES = re.compile(r"required for HLO temporaries \(([\d.]+)([KMGT]?)\)")
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 GPU_REMAT_WARNING = "Can't reduce memory use below"
 
 
@@ -215,11 +212,11 @@ def reported_device_total(build: Build) -> int | None:
 
 
 def oom_temporaries(error: str) -> int | None:
-    """Bytes of HLO temporaries an XLA TPU OOM message states (printed as e.g. `49.46G`)."""
-    match = _OOM_TEMPORARIES.search(error)
-    if match is None:
-        return None
-    return round(float(match.group(1)) * _UNITS[match.group(2)])
+    """Bytes an XLA TPU OOM message states as required (printed as e.g. `49.46G`)."""
+    from hloscope.parsers.compile_log import parse_compile_log
+
+    verdict = parse_compile_log(error).compile_verdict
+    return None if verdict is None else verdict.required_bytes
 
 
 def _fit(status: str, backend: str, required: int | None,

@@ -29,7 +29,7 @@ from hloscope.errors import HloscopeError
 from hloscope.workloads.build import prepare_folder
 from hloscope.workloads.compiler import package_versions
 from hloscope.workloads.config import TransformerConfig, param_count
-from hloscope.workloads.runner import _child_environment, _run_child, _tail
+from hloscope.workloads.runner import child_environment, run_child, tail_of_log
 from hloscope.workloads.targets import parse_target
 
 PROFILE_SCHEMA = "hloscope/profile-manifest/v1"
@@ -60,11 +60,11 @@ def run_profile(spec: ProfileSpec, folder: Path, force: bool = False,
         request_path.write_text(json.dumps(request))
         command = [sys.executable, "-m", "hloscope.workloads.profile_job", str(request_path),
                    str(result_path)]
-        environment = {**_child_environment(parse_target("cpu")), "JAX_PLATFORMS": spec.platform}
-        code = _run_child(command, environment, folder / LOG, timeout)
+        environment = {**child_environment(parse_target("cpu")), "JAX_PLATFORMS": spec.platform}
+        code = run_child(command, environment, folder / LOG, timeout)
         if code != 0 or not result_path.exists():
             raise ProfileFailed(f"the profiling process failed ({_outcome(code)}); the end of "
-                                f"{folder / LOG}:\n{_tail(folder / LOG)}")
+                                f"{folder / LOG}:\n{tail_of_log(folder / LOG)}")
         result = json.loads(result_path.read_text())
     manifest = _manifest(spec, result)
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")

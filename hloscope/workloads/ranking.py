@@ -2,12 +2,13 @@
 
 "Fastest" is the highest estimated throughput (tokens per second = the variant's tokens per step
 / its roofline step time), which equals the shortest step when every variant runs the same batch
-and stays right when `--search batch` gives each variant its own. Variants whose FLOPs are a
-lower bound (a loop's trip count unknown) rank after those counted completely. Ties go to fewer
-FLOPs, then to less memory. A variant whose program is identical to an earlier one (same
-fingerprint, same batch) is reported as that one's duplicate and not ranked; failed compiles and
-variants that do not fit are not ranked either. When no variant's fit is known (CPU targets have
-no capacity), every compiled variant is ranked and the reasons say so.
+and stays right when `--search batch` or a grid sweep gives each variant its own. Variants
+whose FLOPs are a lower bound (a loop's trip count unknown) rank after those counted completely.
+Ties (and targets without a step estimate) go to fewer FLOPs per token, then to less memory.
+A variant whose program is identical to an earlier one (same fingerprint, same batch) is
+reported as that one's duplicate and not ranked; failed compiles and variants that do not fit
+are not ranked either. When no variant's fit is known (CPU targets have no capacity), every
+compiled variant is ranked and the reasons say so.
 """
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def _no_fit_reason(row: VariantFigures) -> str:
 def _speed_key(row: VariantFigures) -> tuple[bool, float, float, float]:
     """Complete FLOP counts first (a lower bound can be arbitrarily low), then throughput."""
     speed = row.tokens_per_second
-    flops = row.hlo.total_flops if row.hlo else float("inf")
+    flops = _flops_per_token(row)
     memory = row.required_bytes if row.required_bytes is not None else float("inf")
     return (not row.flops_complete, -speed if speed else float("inf"), flops, memory)
 
@@ -90,7 +91,7 @@ def _ranked(row: VariantFigures, position: int, best: VariantFigures,
     if position == 1:
         fit = "fastest that fits" if fit_known else "fit unknown (no capacity)"
         if row.step_seconds is None:
-            fit += "; fewest FLOPs (no step-time estimate)"
+            fit += "; fewest FLOPs per token (no step-time estimate)"
         return Verdict(row.variant, WINNER, fit + _bound_note(row), rank=1)
     return Verdict(row.variant, SLOWER, _slower_reason(row, best), rank=position)
 
@@ -111,12 +112,18 @@ def _slower_reason(row: VariantFigures, best: VariantFigures) -> str:
 
 
 def _flops_reason(row: VariantFigures, best: VariantFigures) -> str:
-    """Without step estimates (no device facts, e.g. CPU) variants are ranked by FLOPs."""
+    """Without step estimates (no device facts, e.g. CPU) variants are ranked by FLOPs per
+    token."""
     if row.hlo is None or best.hlo is None:
         return "no step-time estimate or FLOPs to compare"
-    return (f"no step-time estimate (no device facts); more FLOPs: "
-            f"{format_flops(row.hlo.total_flops)} vs {format_flops(best.hlo.total_flops)} "
+    return (f"no step-time estimate (no device facts); more FLOPs per token: "
+            f"{format_flops(_flops_per_token(row))} vs {format_flops(_flops_per_token(best))} "
             f"for {best.variant}")
+
+
+def _flops_per_token(row: VariantFigures) -> float:
+    """FLOPs per token: comparable across batches and sequence lengths (grid sweeps)."""
+    return row.hlo.total_flops / max(row.tokens, 1) if row.hlo else float("inf")
 
 
 def _bound_note(row: VariantFigures) -> str:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope.workloads.compile_job import PARENT_PID_ENV
 from hloscope.workloads.results import CompileResult
 from hloscope.workloads.targets import parse_target, target_environment
 
@@ -49,21 +50,22 @@ def compile_in_subprocess(request: CompileRequest, *, timeout: float = 1200.0,
         request_path.write_text(json.dumps(asdict(request)))
         command = [sys.executable, "-m", "hloscope.workloads.compile_job", str(request_path),
                    str(result_path)]
-        returncode = _run_child(command, _child_environment(target), log, timeout)
+        returncode = run_child(command, child_environment(target), log, timeout)
         if returncode == 0 and result_path.exists():
             data = json.loads(result_path.read_text())
             return CompileResult.from_dict({**data, "returncode": 0})
         return _failure(request, returncode, log)
 
 
-def _child_environment(target: Any) -> dict[str, str]:
+def child_environment(target: Any) -> dict[str, str]:
     env = target_environment(target, os.environ)
     paths = [str(_PACKAGE_ROOT), *filter(None, [env.get("PYTHONPATH")])]
     env["PYTHONPATH"] = os.pathsep.join(paths)
+    env[PARENT_PID_ENV] = str(os.getpid())
     return env
 
 
-def _run_child(command: list[str], env: dict[str, str], log: Path, timeout: float) -> int | None:
+def run_child(command: list[str], env: dict[str, str], log: Path, timeout: float) -> int | None:
     """The child's return code (negative: killed by that signal); None when it timed out."""
     with log.open("wb") as output:
         try:
@@ -82,7 +84,7 @@ def _failure(request: CompileRequest, returncode: int | None, log: Path) -> Comp
     else:
         status, error = "crash", f"the compile process exited with status {returncode}"
     return CompileResult(target=parse_target(request.target).spec, status=status,
-                         dump_dir=request.dump_dir, error=error, log_tail=_tail(log),
+                         dump_dir=request.dump_dir, error=error, log_tail=tail_of_log(log),
                          returncode=returncode)
 
 
@@ -93,7 +95,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
+def tail_of_log(log: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         text = log.read_text(errors="replace")
     except OSError:

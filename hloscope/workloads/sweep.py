@@ -1,39 +1,40 @@
-"""`hloscope sweep`: compile remat variants in worker processes, analyse them, rank them (no jax).
+"""`hloscope sweep`: compile remat variants on an executor, analyse them, rank them (no jax).
 
-Each compile is a task for a `ProcessPoolExecutor` started with `spawn` and one task per worker
-(`max_tasks_per_child=1`), so every worker is a fresh interpreter and returns its memory; the
-worker builds through the cache (`cache.BuildCache`: the same key is never compiled twice) —
-the compile itself runs in the worker's own child process (`runner.compile_in_subprocess`), so
-a libtpu crash is a result — and then analyses the optimized HLO (`figures.variant_figures`).
-The parent only schedules: each variant has a batch plan (`search.FixedBatch`, or
-`search.BatchSearch` for `--search batch`) that asks for one compile at a time, and up to `jobs`
-variants compile at once. Results come back in completion order to a `SweepListener` (the CLI's
-progress bar), then `ranking.rank_variants` names the winner.
+A sweep is a set of cases — every variant at every grid point (`grid`) — each with a batch plan
+(one fixed batch, or `--search batch`'s bisection). `scheduler.Scheduler` runs the plans'
+compiles on an executor (`executors`: fresh local worker processes, or Ray tasks), retries
+compiles whose worker died, and reports progress to a `SweepListener`. Every worker builds
+through the shared content-addressed cache (`cache.BuildCache`: the same key is never compiled
+twice, a damaged entry never trusted) — the compile itself runs in the worker's own child
+process (`runner.compile_in_subprocess`), so a libtpu crash is a result — and analyses the
+optimized HLO (`figures.variant_figures`). The builds are then gathered into the sweep folder
+and `ranking.rank_variants` names the winner: the fastest case that fits.
 """
 from __future__ import annotations
 
-import dataclasses
-import multiprocessing
 import time
-from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from hloscope.devices import memory_budget
 from hloscope.errors import UsageError
-from hloscope.workloads.build import BuildSpec, run_build
-from hloscope.workloads.cache import BuildCache, copy_build
+from hloscope.workloads.build import BuildSpec, load_build
+from hloscope.workloads.cache import copy_build, new_attempt_id
 from hloscope.workloads.config import TransformerConfig, param_count
-from hloscope.workloads.figures import VariantFigures, variant_figures
+from hloscope.workloads.executors import ExecutorSpec, open_executor
+from hloscope.workloads.faults import attempts_to_kill
+from hloscope.workloads.grid import Case, Grid, sweep_cases
 from hloscope.workloads.policies import Variant
 from hloscope.workloads.ranking import Verdict, rank_variants
-from hloscope.workloads.roofline import StepEstimate
-from hloscope.workloads.search import BatchSearch, FixedBatch, Probe
+from hloscope.workloads.scheduler import DEFAULT_RETRIES, Plan, Scheduler, SweepListener
+from hloscope.workloads.search import BatchSearch, FixedBatch
+from hloscope.workloads.sweep_rows import VariantOutcome, variant_row
 from hloscope.workloads.targets import parse_target
+from hloscope.workloads.tasks import CompileTask, TaskOutcome
+from hloscope.workloads.transfer import Probe
 
-DEFAULT_JOBS = 2
+__all__ = ["SweepListener", "SweepRequest", "SweepResult", "TaskOutcome", "run_sweep"]
 
 
 @dataclass(frozen=True)
@@ -42,71 +43,29 @@ class SweepRequest:
     base: TransformerConfig
     variants: tuple[Variant, ...]
     target: str
-    jobs: int = DEFAULT_JOBS
+    jobs: int | None = None  # compiles at once; None: the executor's default
     search_batch: bool = False
     max_batch: int = 1 << 16
     cache_root: Path | None = None  # None: no cache (then out_dir is required)
     out_dir: Path | None = None
     timeout: float = 3600.0
+    grid: Grid | None = None  # None: the base config's sequence length and batch
+    executor: ExecutorSpec = field(default_factory=ExecutorSpec)
+    retries: int = DEFAULT_RETRIES
 
     @property
     def data_parallel(self) -> int:
         return parse_target(self.target).num_devices // self.base.tensor_parallel
 
-    def spec(self, variant: Variant, batch: int) -> BuildSpec:
-        config = dataclasses.replace(variant.apply(self.base), batch=batch)
-        return BuildSpec(self.model, variant.name, self.target, config)
+    @property
+    def sweep_grid(self) -> Grid:
+        return self.grid or Grid.single(self.base)
 
+    def cases(self) -> list[Case]:
+        return sweep_cases(self.variants, self.sweep_grid)
 
-@dataclass(frozen=True)
-class CompileTask:
-    """One compile for a pool worker (picklable)."""
-
-    spec: BuildSpec
-    cache_root: str | None
-    folder: str | None
-    timeout: float
-
-
-@dataclass(frozen=True)
-class TaskOutcome:
-    variant: str
-    batch: int
-    folder: str
-    cache_hit: bool
-    figures: VariantFigures
-    seconds: float
-
-
-def run_task(task: CompileTask) -> TaskOutcome:
-    """A pool worker's job: build (or find in the cache), then analyse."""
-    started = time.perf_counter()
-    if task.cache_root is not None:
-        build, hit = BuildCache(Path(task.cache_root)).build(task.spec, task.timeout)
-    else:
-        build, hit = run_build(task.spec, Path(task.folder or "."), task.timeout), False
-    figures = variant_figures(build, task.spec.variant)
-    return TaskOutcome(task.spec.variant, task.spec.config.batch, str(build.folder), hit,
-                       figures, time.perf_counter() - started)
-
-
-class SweepListener(Protocol):
-    def started(self, variant: str, batch: int) -> None: ...
-
-    def finished(self, outcome: TaskOutcome, variant_done: bool) -> None: ...
-
-
-@dataclass
-class VariantOutcome:
-    """A variant's representative build (at its chosen batch) and every probe it took."""
-
-    variant: str
-    figures: VariantFigures
-    folder: str
-    cache_hit: bool
-    probes: list[Probe]
-    largest_fitting_batch: int | None = None
-    smallest_failing_batch: int | None = None
+    def spec(self, case: Case, batch: int) -> BuildSpec:
+        return BuildSpec(self.model, case.variant.name, self.target, case.config(self.base, batch))
 
 
 @dataclass
@@ -118,6 +77,7 @@ class SweepResult:
     wall_seconds: float
     compiles: int
     cache_hits: int
+    retried: int = 0
     notes: list[str] = field(default_factory=list)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -126,131 +86,127 @@ class SweepResult:
     def to_dict(self) -> dict[str, Any]:
         request = self.request
         target = parse_target(request.target)
+        grid = request.sweep_grid
         return {
             "model": request.model, "target": target.spec, "device": target.device.description,
             "devices": target.num_devices, "capacity_bytes": memory_budget(target.device),
             "config": request.base.to_dict(), "parameters": param_count(request.base),
             "search": "batch" if request.search_batch else None, "winner": self.winner,
+            "grid": {"seq_len": list(grid.seq_lens), "batch": list(grid.batches)},
             "variants": self.rows(), "compiles": self.compiles, "cache_hits": self.cache_hits,
-            "wall_seconds": self.wall_seconds, "notes": self.notes,
+            "executor": request.executor.kind, "retries": request.retries,
+            "retried": self.retried, "wall_seconds": self.wall_seconds, "notes": self.notes,
         }
-
-
-Plan = FixedBatch | BatchSearch
 
 
 def validate(request: SweepRequest) -> None:
     target = parse_target(request.target)
+    grid = request.sweep_grid
     if request.search_batch and memory_budget(target.device) is None:
         raise UsageError(f"--search batch needs a memory capacity; {target.spec} has none")
+    if request.search_batch and len(grid.batches) > 1:
+        raise UsageError("--search batch finds the batch itself: give one --batch to start from")
     if request.cache_root is None and request.out_dir is None:
         raise UsageError("without the cache a sweep needs an output folder (-o DIR)")
-    if request.jobs < 1:
+    if request.jobs is not None and request.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    if not request.search_batch and request.base.batch % request.data_parallel:
-        raise UsageError(f"batch {request.base.batch} does not split over the "
+    uneven = [b for b in grid.batches if b % request.data_parallel]
+    if not request.search_batch and uneven:
+        raise UsageError(f"batch {uneven[0]} does not split over the "
                          f"{request.data_parallel}-way data axis of {target.spec}")
+    for case in request.cases():  # e.g. a sequence length the positions cannot take
+        case.config(request.base, case.point.batch)
 
 
-def plan_for(request: SweepRequest) -> Callable[[], Plan]:
+def plan_for(request: SweepRequest, case: Case) -> Plan:
     if request.search_batch:
-        return lambda: BatchSearch(request.base.batch, request.data_parallel, request.max_batch)
-    return lambda: FixedBatch(request.base.batch)
+        return BatchSearch(case.point.batch, request.data_parallel, request.max_batch)
+    return FixedBatch(case.point.batch)
+
+
+@dataclass(frozen=True)
+class TaskFactory:
+    """Makes the CompileTask of a case's compile at a batch (a fresh attempt id each time)."""
+
+    request: SweepRequest
+    cases: dict[str, Case]
+    probe: Probe | None
+    kill_attempts: int = 0  # fault injection: the first N attempts kill their worker
+
+    def __call__(self, name: str, batch: int, number: int) -> CompileTask:
+        request, case = self.request, self.cases[name]
+        folder = None
+        if request.cache_root is None and request.out_dir is not None:
+            folder = str(build_folder(request.out_dir, case, batch, request.search_batch))
+        cache = None if request.cache_root is None else str(request.cache_root)
+        return CompileTask(name, request.spec(case, batch), cache, folder, request.timeout,
+                           new_attempt_id(), None if self.probe is None else str(self.probe.path),
+                           kill_mid_compile=number <= self.kill_attempts)
 
 
 def run_sweep(request: SweepRequest, listener: SweepListener | None = None) -> SweepResult:
     validate(request)
     started = time.perf_counter()
-    make_plan = plan_for(request)
-    plans = {variant.name: make_plan() for variant in request.variants}
-    done = _run_plans(request, plans, listener)
-    outcomes = [_variant_outcome(request, variant, plans[variant.name], done[variant.name])
-                for variant in request.variants]
+    cases = request.cases()
+    plans: dict[str, Plan] = {case.name: plan_for(request, case) for case in cases}
+    executor = open_executor(request.executor, parse_target(request.target).backend)
+    probe = _probe(request)
+    try:
+        scheduler = Scheduler(plans, TaskFactory(request, {c.name: c for c in cases}, probe,
+                                                 attempts_to_kill()),
+                              executor, request.jobs or executor.default_slots(),
+                              request.retries, listener)
+        done = scheduler.run()
+    finally:
+        if probe is not None:
+            probe.remove()
+    outcomes = [_variant_outcome(request, case, plans[case.name], done[case.name])
+                for case in cases]
     winner, verdicts = rank_variants([outcome.figures for outcome in outcomes])
     every = [o for outs in done.values() for o in outs]
     return SweepResult(request, outcomes, winner, verdicts, time.perf_counter() - started,
                        compiles=sum(not o.cache_hit for o in every),
-                       cache_hits=sum(o.cache_hit for o in every),
+                       cache_hits=sum(o.cache_hit for o in every), retried=scheduler.retried,
                        notes=_notes(request, outcomes))
 
 
-def _run_plans(request: SweepRequest, plans: dict[str, Plan],
-               listener: SweepListener | None) -> dict[str, list[TaskOutcome]]:
-    variants = {variant.name: variant for variant in request.variants}
-    results: dict[str, list[TaskOutcome]] = {name: [] for name in plans}
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=request.jobs, mp_context=context,
-                             max_tasks_per_child=1) as pool:
-        in_flight: dict[Future[TaskOutcome], tuple[str, int]] = {}
-        while True:
-            _submit(request, pool, plans, variants, in_flight, listener)
-            if not in_flight:
-                return results
-            finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in finished:
-                name, batch = in_flight.pop(future)
-                outcome = future.result()
-                figures = outcome.figures
-                plans[name].record(batch, figures.fits, figures.status)
-                results[name].append(outcome)
-                if listener is not None:
-                    listener.finished(outcome, plans[name].next_batch() is None)
+def _probe(request: SweepRequest) -> Probe | None:
+    """Ray workers may run on other machines: they check for this file to know whether they
+    see the driver's cache (or sweep folder) or must send their builds back."""
+    if request.executor.kind != "ray":
+        return None
+    folder = request.cache_root or request.out_dir
+    return None if folder is None else Probe.create(folder)
 
 
-def _submit(request: SweepRequest, pool: ProcessPoolExecutor, plans: dict[str, Plan],
-            variants: dict[str, Variant], in_flight: dict[Future[TaskOutcome], tuple[str, int]],
-            listener: SweepListener | None) -> None:
-    busy = {name for name, _ in in_flight.values()}
-    for name, plan in plans.items():
-        if len(in_flight) >= request.jobs:
-            return
-        batch = None if name in busy else plan.next_batch()
-        if batch is None:
-            continue
-        task = _task(request, variants[name], batch)
-        in_flight[pool.submit(run_task, task)] = (name, batch)
-        if listener is not None:
-            listener.started(name, batch)
-
-
-def _task(request: SweepRequest, variant: Variant, batch: int) -> CompileTask:
-    spec = request.spec(variant, batch)
-    folder = None
-    if request.cache_root is None and request.out_dir is not None:
-        folder = str(build_folder(request.out_dir, variant, batch, request.search_batch))
-    cache = None if request.cache_root is None else str(request.cache_root)
-    return CompileTask(spec, cache, folder, request.timeout)
-
-
-def build_folder(out_dir: Path, variant: Variant, batch: int, per_batch: bool) -> Path:
-    name = f"{variant.file_name}-batch{batch}" if per_batch else variant.file_name
+def build_folder(out_dir: Path, case: Case, batch: int, per_batch: bool) -> Path:
+    name = f"{case.file_name}-batch{batch}" if per_batch else case.file_name
     return out_dir / "builds" / name
 
 
-def _variant_outcome(request: SweepRequest, variant: Variant, plan: Plan,
+def _variant_outcome(request: SweepRequest, case: Case, plan: Plan,
                      outcomes: list[TaskOutcome]) -> VariantOutcome:
     chosen = plan.chosen_batch
     representative = next(o for o in reversed(outcomes) if o.batch == chosen)
     folder = representative.folder
     if request.out_dir is not None and request.cache_root is not None:
-        folder = str(_export(request, variant, outcomes, representative))
+        folder = str(_export(request, case, outcomes, representative))
     search = plan if isinstance(plan, BatchSearch) else None
-    return VariantOutcome(variant.name, representative.figures, folder, representative.cache_hit,
-                          list(plan.probes),
+    return VariantOutcome(case.name, case, representative.figures, folder,
+                          representative.cache_hit, list(plan.probes),
+                          attempts=representative.attempts, lost=representative.lost,
                           largest_fitting_batch=search.largest if search else None,
                           smallest_failing_batch=search.smallest_failing if search else None)
 
 
-def _export(request: SweepRequest, variant: Variant, outcomes: list[TaskOutcome],
+def _export(request: SweepRequest, case: Case, outcomes: list[TaskOutcome],
             representative: TaskOutcome) -> Path:
-    """Copies the variant's builds from the cache into the sweep folder; the representative's
+    """Copies the case's builds from the cache into the sweep folder; the representative's
     copy is returned."""
-    from hloscope.workloads.build import load_build
-
     chosen = Path(".")
     assert request.out_dir is not None
     for outcome in outcomes:
-        destination = build_folder(request.out_dir, variant, outcome.batch, request.search_batch)
+        destination = build_folder(request.out_dir, case, outcome.batch, request.search_batch)
         copy_build(load_build(Path(outcome.folder)), destination)
         if outcome is representative:
             chosen = destination
@@ -263,53 +219,8 @@ def _notes(request: SweepRequest, outcomes: list[VariantOutcome]) -> list[str]:
     if lower_bound:
         notes.append("FLOPs are lower bounds (loops with unknown trip counts counted once) for: "
                      + ", ".join(lower_bound))
+    notes += [f"{o.variant}: compiled on attempt {o.attempts} (earlier workers died)"
+              for o in outcomes if o.attempts > 1 and o.figures.status != "crash"]
+    notes += [f"{o.variant}: failed after {o.attempts} attempts; log: {o.folder}/compile.log"
+              for o in outcomes if o.figures.status == "crash"]
     return notes
-
-
-def variant_row(outcome: VariantOutcome, verdict: Verdict) -> dict[str, Any]:
-    """Every column of one variant, flat (bytes and FLOPs as integers)."""
-    figures = outcome.figures
-    step = figures.step
-    return {
-        "variant": outcome.variant, "outcome": verdict.outcome, "rank": verdict.rank,
-        "reason": verdict.reason, "duplicate_of": verdict.duplicate_of,
-        "status": figures.status, "fits": figures.fits, "fit_source": figures.fit_source,
-        "predicted_fits": figures.predicted_fits, "live_peak_fits": figures.live_peak_fits,
-        "batch": figures.batch, "tokens": figures.tokens,
-        "required_bytes": figures.required_bytes, "required_source": figures.required_source,
-        "capacity_bytes": figures.capacity_bytes, "memory_fraction": _fraction(figures),
-        "host_temp_bytes": figures.host_temp_bytes,
-        "compile_seconds": figures.compile_seconds, "cache_hit": outcome.cache_hit,
-        **_hlo_columns(figures),
-        "step_seconds": figures.step_seconds,
-        **_step_columns(step),
-        "tokens_per_second": figures.tokens_per_second,
-        "fingerprint": figures.fingerprint, "build_folder": outcome.folder,
-        "error": figures.error, "analysis_error": figures.analysis_error,
-        "gpu_remat_warning": figures.gpu_remat_warning,
-        "largest_fitting_batch": outcome.largest_fitting_batch,
-        "smallest_failing_batch": outcome.smallest_failing_batch,
-        "probes": [dataclasses.asdict(probe) for probe in outcome.probes],
-    }
-
-
-def _hlo_columns(figures: VariantFigures) -> dict[str, Any]:
-    hlo = figures.hlo
-    names = ("total_flops", "forward_flops", "recompute_flops", "recompute_overhead",
-             "bytes_accessed", "collective_bytes", "to_host_bytes", "from_host_bytes",
-             "unknown_loops", "live_peak_bytes")
-    values = {name: None if hlo is None else getattr(hlo, name) for name in names}
-    return {**values, "xla_flops": figures.xla_flops}
-
-
-def _step_columns(step: StepEstimate | None) -> dict[str, Any]:
-    names = ("compute_seconds", "memory_seconds", "collective_seconds", "offload_seconds",
-             "bound")
-    values = {name: None if step is None else getattr(step, name) for name in names}
-    return {**values, "estimate_missing": [] if step is None else list(step.missing)}
-
-
-def _fraction(figures: VariantFigures) -> float | None:
-    if figures.required_bytes is None or not figures.capacity_bytes:
-        return None
-    return figures.required_bytes / figures.capacity_bytes
