@@ -234,8 +234,8 @@ def test_invalid_column_kind_and_report_name() -> None:
 # --- registry ----------------------------------------------------------------------------------
 
 def test_registry_names_and_suffixes() -> None:
-    assert format_names() == ["text", "markdown", "json", "csv"]
-    assert {".txt", ".md", ".json", ".csv"} <= set(known_suffixes())
+    assert format_names() == ["text", "markdown", "json", "csv", "html"]
+    assert {".txt", ".md", ".json", ".csv", ".html"} <= set(known_suffixes())
 
 
 @pytest.mark.parametrize(("path", "expected"), [
@@ -265,8 +265,8 @@ def test_unknown_suffix_names_the_known_ones(path: str) -> None:
 
 
 def test_unknown_format_name() -> None:
-    with pytest.raises(UsageError, match="html"):
-        resolve_format("html", None)
+    with pytest.raises(UsageError, match="yaml"):
+        resolve_format("yaml", None)
 
 
 # --- output ------------------------------------------------------------------------------------

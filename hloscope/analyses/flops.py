@@ -21,6 +21,7 @@ from hloscope.analyses.cost import Cost, CostAnalysis, CostOptions
 from hloscope.analyses.cost.vector import ZERO
 from hloscope.analyses.gc_pause import paused_gc
 from hloscope.analyses.phases import PHASE_ORDER, layer_number, scope_path
+from hloscope.frames import DataFrames
 from hloscope.model.module import HloModule
 
 BREAKDOWNS = ("opcode", "scope", "layer", "phase")
@@ -68,7 +69,7 @@ class CustomCallInfo:
 
 
 @dataclass(slots=True)
-class FlopsResult:
+class FlopsResult(DataFrames):
     module_name: str
     source: str
     partitions: int  # SPMD partitions x replicas: the figures are one device's

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from hloscope.frames import DataFrames
 from hloscope.model.module import HloModule
 from hloscope.model.opcodes import OpCategory, category_of, is_known
 from hloscope.model.shape import Shape
@@ -35,7 +36,7 @@ class CostTotals:
 
 
 @dataclass(slots=True)
-class InspectResult:
+class InspectResult(DataFrames):
     module_name: str
     source: str
     is_scheduled: bool

@@ -34,6 +34,7 @@ from hloscope.analyses.liveness.spaces import detect_backend, is_device_space, s
 from hloscope.analyses.liveness.timeline import Step, timeline
 from hloscope.analyses.liveness.values import Value
 from hloscope.analyses.phases import scope_path
+from hloscope.frames import DataFrames
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
 
@@ -128,7 +129,7 @@ class Group:
 
 
 @dataclass(slots=True)
-class MemoryResult:
+class MemoryResult(DataFrames):
     module_name: str
     source: str
     backend: str

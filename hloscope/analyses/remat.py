@@ -34,6 +34,7 @@ from hloscope.analyses.flops import (
 )
 from hloscope.analyses.gc_pause import paused_gc
 from hloscope.analyses.phases import Phase
+from hloscope.frames import DataFrames
 from hloscope.model.module import HloModule
 
 JAX_MARKER = "/rematted_computation/"
@@ -42,7 +43,7 @@ NO_WORK = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bit
 
 
 @dataclass(slots=True)
-class RematResult:
+class RematResult(DataFrames):
     module_name: str
     source: str
     remat_instructions: int

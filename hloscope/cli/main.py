@@ -32,7 +32,8 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 DEBUG_VARIABLE = "HLOSCOPE_DEBUG"
 
-COMMAND_MODULES: tuple[str, ...] = ("inspect", "flops", "remat", "memory", "build", "sweep")
+COMMAND_MODULES: tuple[str, ...] = ("inspect", "flops", "remat", "memory", "build", "sweep",
+                                      "profile", "trace", "oom", "report")
 """Modules under hloscope.cli that each define `command`, e.g. ("inspect", "flops")."""
 
 

@@ -33,6 +33,13 @@ def write_report(report: Report, fmt: str | OutputFormat, path: str | Path | Non
     _write_atomically(path, rendered)
 
 
+def write_file(path: str | Path, text: str, force: bool = False) -> None:
+    """Writes `text` to `path` atomically; an existing file only with `force`."""
+    path = Path(path)
+    check_writable(path, force)
+    _write_atomically(path, text)
+
+
 def check_writable(path: str | Path | None, force: bool) -> None:
     """Raises OutputExistsError if `path` exists and not `force`, UsageError if it cannot be one."""
     if path is None or str(path) == STDOUT:

@@ -7,14 +7,16 @@ is one step; its inner peak is drawn as a thin bar above the step.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hloscope.analyses.memory import MemoryResult, TimelineStep
 from hloscope.errors import UsageError
-from hloscope.units import BINARY_UNITS
+from hloscope.units import BINARY_UNITS, format_bytes
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 PHASE_COLOURS = {"forward": "#4c72b0", "backward": "#dd8452", "recompute": "#c44e52",
@@ -30,7 +32,7 @@ def check_plot_path(path: Path) -> None:
 def plot_timeline(result: MemoryResult, path: Path) -> None:
     """Writes the timeline of `result` to `path` (format from its suffix), atomically."""
     check_plot_path(path)
-    pyplot = _pyplot()
+    pyplot = load_pyplot()
     figure, axes = pyplot.subplots(figsize=(11, 4.5), dpi=120)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
                                          suffix=path.suffix)
@@ -46,11 +48,51 @@ def plot_timeline(result: MemoryResult, path: Path) -> None:
             os.remove(temporary)
 
 
-def _pyplot() -> Any:
+def timeline_svg(result: MemoryResult) -> str:
+    """The timeline as an inline `<svg>` element (text kept as text); the group with id
+    `peak-label` reads `live peak N bytes (...)`, N being `result.peak_bytes`."""
+
+    def draw(axes: Any) -> None:
+        _draw(axes, result)
+        axes.text(0.99, 0.97, f"live peak {result.peak_bytes:,} bytes "
+                  f"({format_bytes(result.peak_bytes)})", transform=axes.transAxes,
+                  ha="right", va="top", color="red", gid="peak-label")
+
+    return render_svg(draw, figsize=(11, 4.5))
+
+
+def render_svg(draw: Callable[[Any], None], **subplots: Any) -> str:
+    """Draws on `pyplot.subplots(**subplots)`'s axes and returns the figure as inline SVG."""
+    pyplot = load_pyplot()
+    import matplotlib
+
+    with matplotlib.rc_context(SVG_STYLE):
+        figure, axes = pyplot.subplots(**subplots)
+        try:
+            draw(axes)
+            return svg_text(figure)
+        finally:
+            pyplot.close(figure)
+
+
+SVG_STYLE = {"svg.fonttype": "none", "svg.hashsalt": "hloscope"}
+"""Text stays text (searchable, and checkable in a browser); ids do not change between runs."""
+
+
+def svg_text(figure: Any) -> str:
+    """`figure` as an `<svg>` element to inline in HTML (no XML prolog or doctype)."""
+    figure.tight_layout()
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def load_pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise UsageError("--plot needs matplotlib: pip install 'hloscope[plot]'") from None
+        raise UsageError("plots need matplotlib: pip install 'hloscope[plot]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as pyplot
 

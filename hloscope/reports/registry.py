@@ -1,8 +1,8 @@
 """The one registry of output formats: name <-> file suffixes <-> renderer.
 
 It drives the CLI's `--format` choices and help text, and infers the format from `-o FILE`'s
-suffix. An explicit format always wins over the suffix. To add a format (HTML is next), write
-`renderers/<name>.py` with `render(report) -> str` and add one `OutputFormat` to `FORMATS`.
+suffix. An explicit format always wins over the suffix. To add a format, write a module with
+`render(report) -> str` and add one `OutputFormat` to `FORMATS`.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from hloscope.errors import UsageError
+from hloscope.reports import html
 from hloscope.reports.renderers import csv, json, markdown, text
 from hloscope.reports.report import Report
 
@@ -31,6 +32,7 @@ FORMATS: tuple[OutputFormat, ...] = (
     OutputFormat("markdown", (".md", ".markdown"), "GitHub-flavoured Markdown", markdown.render),
     OutputFormat("json", (".json",), "the full result, schema hloscope/<command>/v1", json.render),
     OutputFormat("csv", (".csv",), "the primary table, raw integers", csv.render),
+    OutputFormat("html", (".html", ".htm"), "a self-contained page", html.render),
 )
 
 

@@ -39,18 +39,21 @@ def package_versions(backend: str) -> dict[str, str]:
 
 def compile_function(fn: Callable[..., Any], args: Sequence[Any], *, target: str, backend: str,
                      dump_dir: str | Path, donate_argnums: tuple[int, ...] = (),
-                     compiler_options: dict[str, Any] | None = None) -> CompileResult:
-    """Compiles `fn(*args)` for the mesh its arguments' shardings name; dumps into `dump_dir`."""
+                     compiler_options: dict[str, Any] | None = None,
+                     jit_kwargs: dict[str, Any] | None = None) -> CompileResult:
+    """Compiles `fn(*args)` for the mesh its arguments' shardings name; dumps into `dump_dir`.
+    `jit_kwargs` are further `jax.jit` options (static_argnums, out_shardings, ...)."""
     import jax
 
     dump = Path(dump_dir)
     dump.mkdir(parents=True, exist_ok=True)
     options = {"xla_dump_to": str(dump), "xla_dump_hlo_as_text": True, **(compiler_options or {})}
-    common = dict(target=target, dump_dir=str(dump), module_name=f"jit_{fn.__name__}",
+    name = getattr(fn, "__name__", "fn")
+    common = dict(target=target, dump_dir=str(dump), module_name=f"jit_{name}",
                   versions=package_versions(backend))
     started = time.perf_counter()
     try:
-        lowered = jax.jit(fn, donate_argnums=donate_argnums).lower(*args)
+        lowered = jax.jit(fn, donate_argnums=donate_argnums, **(jit_kwargs or {})).lower(*args)
     except Exception as error:  # a bug in the program or its shapes: report, do not crash
         return CompileResult(status="error", error=_error_text(error, typed=True), **common)
     lowered_at = time.perf_counter()

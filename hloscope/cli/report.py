@@ -1,0 +1,69 @@
+"""`hloscope report`: one self-contained HTML page about one or more programs."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from hloscope.errors import UsageError
+from hloscope.reports.output import check_writable, write_file
+
+
+@click.command("report")
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("-o", "--output", metavar="FILE.html", required=True,
+              type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="Write the page to FILE.html (- for standard output).")
+@click.option("--force", is_flag=True, help="Overwrite FILE.html if it exists.")
+@click.option("--module", metavar="NAME", default=None,
+              help="In a dump folder or multi-module file, read this module.")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True,
+              help="Show the N largest buffers live at each peak.")
+@click.option("--device", metavar="NAME", default=None,
+              help="Judge fit against this device's memory (v5e, h100, ...).")
+@click.option("--capacity", metavar="SIZE", default=None,
+              help="Judge fit against this many bytes per device (e.g. 16GiB).")
+@click.option("--title", default=None, help="The page's title.")
+def command(inputs: tuple[str, ...], output: Path, force: bool, module: str | None, top: int,
+            device: str | None, capacity: str | None, title: str | None) -> None:
+    """Write one HTML file (no network needed to open it) with, for each INPUT — an HLO file,
+    an XLA dump folder or a `hloscope build` folder — the summary, the memory timeline with the
+    peak and phases marked, the top live buffers at the peak, FLOPs by layer and phase and the
+    remat counts. Several inputs, or a `hloscope sweep -o DIR` folder, add the side-by-side
+    comparison and the "fastest that fits" verdict.
+    """
+    from hloscope.reports.html_inputs import page_for
+    from hloscope.reports.html_page import render_page
+
+    stdout = str(output) == "-"
+    if not stdout:
+        _check_suffix(output)
+        check_writable(output, force)
+    html = render_page(page_for(list(inputs), title, module, _capacity(device, capacity), top))
+    if stdout:
+        sys.stdout.write(html)
+    else:
+        write_file(output, html, force)
+
+
+def _check_suffix(output: Path) -> None:
+    if output.suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"{output}: the report is HTML; name the file with .html")
+
+
+def _capacity(device: str | None, capacity: str | None) -> int | None:
+    if device is not None and capacity is not None:
+        raise UsageError("give --device or --capacity, not both")
+    if capacity is not None:
+        from hloscope.units import parse_bytes
+
+        return parse_bytes(capacity)
+    if device is None:
+        return None
+    from hloscope.devices import get_device, memory_budget
+
+    budget = memory_budget(get_device(device))
+    if budget is None:
+        raise UsageError(f"the memory of {device!r} is unknown; pass --capacity")
+    return budget

@@ -1,0 +1,57 @@
+"""Every table of a result, untruncated: what `to_pandas()` turns into DataFrames.
+
+The command reports show one breakdown and the top rows; these give all of them and every row
+(no "(N more)" row), so each frame's column sums are the result's totals.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from hloscope.analyses.flops import BREAKDOWNS, FlopsResult
+from hloscope.analyses.inspect import InspectResult
+from hloscope.analyses.memory import GROUPINGS, MemoryResult
+from hloscope.analyses.remat import RematResult
+from hloscope.reports.flops import breakdown_table
+from hloscope.reports.inspect import inspect_report
+from hloscope.reports.memory import group_table, live_table, timeline_table
+from hloscope.reports.report import Column, Table
+
+
+def inspect_tables(result: InspectResult) -> list[Table]:
+    return inspect_report(result).tables
+
+
+def flops_tables(result: FlopsResult) -> list[Table]:
+    return [breakdown_table(result.rows(by), by, result.total.flops, None)
+            for by in BREAKDOWNS if by in result.breakdowns]
+
+
+def remat_tables(result: RematResult) -> list[Table]:
+    return [breakdown_table(result.rows(by), by, result.recompute_flops, None)
+            for by in ("layer", "scope")]
+
+
+def memory_tables(result: MemoryResult) -> list[Table]:
+    return [live_table(result.live_at_peak, None), timeline_table(result.timeline),
+            _spaces_table(result), *(group_table(result, by) for by in GROUPINGS)]
+
+
+def _spaces_table(result: MemoryResult) -> Table:
+    columns = [Column("memory_space", "S(n)", "int"), Column("name", "name"),
+               Column("location", "location"), Column("peak_bytes", "live peak", "bytes"),
+               Column("padded_peak_bytes", "padded", "bytes"),
+               Column("peak_time", "peak at", "int"), Column("peak_instruction", "instruction")]
+    return Table("spaces", "Live peak of each memory space", columns,
+                 [space.to_dict() for space in result.spaces])
+
+
+def oom_tables(diagnosis: Any) -> list[Table]:
+    from hloscope.reports.oom import oom_report
+
+    return oom_report(diagnosis).tables
+
+
+def compare_tables(result: Any) -> list[Table]:
+    from hloscope.reports.compare import compare_report
+
+    return compare_report(result).tables
