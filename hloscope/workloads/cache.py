@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,8 @@ from hloscope.workloads.build import Build, BuildSpec, load_build, run_build
 from hloscope.workloads.seal import seal_folder, seal_problem
 
 CACHED_STATUSES = frozenset({"ok", "oom", "error"})
+_SETTLE_SECONDS = 0.05
+_SETTLE_TRIES = 40
 _PUBLISH_TRIES = 3
 
 
@@ -92,22 +95,42 @@ class BuildCache:
         for _ in range(_PUBLISH_TRIES):
             try:
                 staging.rename(folder)
-                return load_build(folder)
             except OSError:  # the key exists: published by another writer, or damaged
                 problem = seal_problem(folder, key)
                 if problem is None:
                     shutil.rmtree(staging, ignore_errors=True)
-                    return load_build(folder)
+                    return self._settled(key)
                 self.quarantine(key, problem)
+                continue
+            return self._settled(key)
         raise InputError(f"{folder}: could not publish the cache entry (it keeps changing)")
 
+    def _settled(self, key: str) -> Build:
+        """The intact entry of `key`, waiting out another writer's quarantine check."""
+        folder = self.entry(key)
+        for _ in range(_SETTLE_TRIES):
+            if seal_problem(folder, key) is None:
+                try:
+                    return load_build(folder)
+                except InputError:
+                    pass
+            time.sleep(_SETTLE_SECONDS)
+        raise InputError(f"{folder}: the cache entry vanished after it was published")
+
     def quarantine(self, key: str, problem: str) -> None:
-        """Moves a damaged entry out of the way (kept for inspection with the reason)."""
+        """Moves a damaged entry out of the way (kept for inspection with the reason). Another
+        writer may have published an intact entry since `problem` was found: that one goes back."""
         aside = self.root / "corrupt" / f"{key}-{new_attempt_id()}"
         aside.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.entry(key).rename(aside)
         except OSError:  # another worker moved or replaced it first
+            return
+        if seal_problem(aside, key) is None:
+            try:
+                aside.rename(self.entry(key))
+            except OSError:  # yet another intact entry is in place already
+                shutil.rmtree(aside, ignore_errors=True)
             return
         (aside / "REASON.txt").write_text(problem + "\n")
 
