@@ -37,6 +37,7 @@ _HUMAN: dict[str, Callable[[Any], str]] = {
     "int": _integer,
     "bytes": format_bytes,
     "flops": format_flops,
+    "flop_rate": lambda value: f"{format_flops(value)}/s",
     "ratio": _ratio,
     "percent": _percent,
 }

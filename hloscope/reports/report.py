@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-ColumnKind = Literal["text", "int", "bytes", "flops", "ratio", "percent"]
+ColumnKind = Literal["text", "int", "bytes", "flops", "flop_rate", "ratio", "percent"]
 """How a value is shown to humans. "percent" values are fractions (0.25 is shown as 25.0%);
 "ratio" values are plain factors (1.25 is shown as 1.25x)."""
 

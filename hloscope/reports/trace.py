@@ -34,7 +34,7 @@ def _summary(result: TraceResult) -> list:
         ("remat time share", Quantity(result.remat_time_share, "percent")),
         ("FLOPs per step", Quantity(result.flops_per_step, "flops")),
         ("recomputed FLOPs per step", Quantity(result.recompute_flops_per_step, "flops")),
-        ("achieved FLOP/s", Quantity(result.achieved_flops_per_s, "flops")),
+        ("achieved FLOP/s", Quantity(result.achieved_flops_per_s, "flop_rate")),
     ]
     if result.mfu is not None:
         summary += [("MFU", Quantity(result.mfu, "percent")),
@@ -64,7 +64,7 @@ def _table(result: TraceResult, by: str, top: int | None) -> Table:
                    Column("share", "share", "percent")]
         if by == "phase":
             columns += [Column("flops_per_step", "FLOPs per step", "flops"),
-                        Column("achieved_flops_per_s", "achieved FLOP/s", "flops")]
+                        Column("achieved_flops_per_s", "achieved FLOP/s", "flop_rate")]
         values = [{"key": r.key, "self_us": round(r.self_us), "share": r.share,
                    "flops_per_step": r.flops_per_step,
                    "achieved_flops_per_s": r.achieved_flops_per_s} for r in shown]

@@ -8,10 +8,14 @@ assignment gives it (arguments, temporaries, outputs; padded), not hloscope's li
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import os
 import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,14 +43,33 @@ def xprof_peak_heap(xplane: Path, module: str, program_id: int | None) -> XprofM
     with tempfile.TemporaryDirectory(prefix="hloscope-xprof-") as scratch:
         copy = Path(scratch) / xplane.name.removesuffix(".gz")
         _copy(xplane, copy)
-        raw_to_tool_data.xspace_to_tool_names([str(copy)])
-        data, _ = raw_to_tool_data.xspace_to_tool_data(
-            [str(copy)], "memory_viewer", {"module_name": name, "memory_space": "0"})
+        with _native_logs_silenced():
+            raw_to_tool_data.xspace_to_tool_names([str(copy)])
+            data, _ = raw_to_tool_data.xspace_to_tool_data(
+                [str(copy)], "memory_viewer", {"module_name": name, "memory_space": "0"})
     if not data:
         return None
     viewer = json.loads(data)
     return XprofMemory(name, round(viewer["peakHeapMib"] * MIB),
                        round(viewer["peakUnpaddedHeapMib"] * MIB))
+
+
+@contextlib.contextmanager
+def _native_logs_silenced() -> Iterator[None]:
+    """xprof's C++ converters log to file descriptor 2 (absl); HLOSCOPE_DEBUG=1 keeps them."""
+    if os.environ.get("HLOSCOPE_DEBUG"):
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _copy(source: Path, target: Path) -> None:
