@@ -95,9 +95,20 @@ def page_for(sources: list[Any], title: str | None = None, module: str | None = 
     overviews = [overview(loaded, label) for label, loaded in _unique(inputs.modules)]
     sections = [_input_section(n, item, top) for n, item in enumerate(overviews, 1)]
     if len(overviews) > 1 or inputs.sweep is not None:
-        verdict = fastest_that_fits(overviews, capacity)
+        if inputs.sweep is not None:
+            capacity = capacity or inputs.sweep.get("capacity_bytes")
+            verdict = _sweep_verdict(inputs.sweep)
+        else:
+            verdict = fastest_that_fits(overviews, capacity)
         sections.insert(0, _comparison_section(overviews, verdict, capacity, inputs.sweep))
     return Page(title or _title(overviews, inputs.sweep), sections, inputs.notes)
+
+
+def _sweep_verdict(sweep: dict[str, Any]) -> Verdict:
+    """The sweep's own verdict (libtpu's fit, the roofline step time), not a FLOPs proxy."""
+    fits = {str(row["variant"]): row.get("fits") for row in sweep.get("variants", [])}
+    reason = "the sweep's verdict: the fastest (estimated step time) of the variants that fit"
+    return Verdict(sweep.get("winner"), reason, fits)
 
 
 def _unique(modules: list[tuple[str, HloModule]]) -> list[tuple[str, HloModule]]:
