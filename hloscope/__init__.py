@@ -21,7 +21,7 @@ from hloscope.analyses.flops import FlopsResult
 from hloscope.analyses.inspect import InspectResult, inspect
 from hloscope.analyses.memory import MemoryResult
 from hloscope.analyses.remat import RematResult, remat
-from hloscope.api import flops, from_jax, memory, oom, report
+from hloscope.api import compare, flops, from_jax, memory, oom, report
 from hloscope.errors import HloscopeError, InputError, ParseError
 from hloscope.model.module import Computation, HloModule
 from hloscope.parsers.load import load_all
@@ -40,6 +40,7 @@ __all__ = [
     "MemoryResult",
     "ParseError",
     "RematResult",
+    "compare",
     "flops",
     "from_jax",
     "inspect",

@@ -20,6 +20,7 @@ from hloscope.model.module import HloModule
 from hloscope.parsers.load import load_input
 
 if TYPE_CHECKING:
+    from hloscope.analyses.compare import CompareResult
     from hloscope.analyses.oom import OomDiagnosis
 
 ModuleLike = HloModule | str | Path
@@ -87,6 +88,17 @@ def oom(module: ModuleLike, device: str | None = None, capacity: int | str | Non
     given = parse_bytes(capacity) if isinstance(capacity, str) else capacity
     resolved = resolve_capacity(given, device, compile_log, inputs.device)
     return diagnose(inputs, resolved)
+
+
+def compare(a: ModuleLike, b: ModuleLike, device: str | None = None) -> CompareResult:
+    """What differs between two programs, B against A: the headline figures with their deltas,
+    opcodes, FLOPs by scope, layer and phase, and the buffers live at the peak that appear,
+    disappear or change (matched by op_name and shape). `device` adds a step-time estimate."""
+    from hloscope.analyses.compare import compare as compare_modules
+    from hloscope.devices import get_device
+
+    target = get_device(device) if device is not None else None
+    return compare_modules(as_module(a), as_module(b), target)
 
 
 def report(*inputs: ModuleLike, output: str | Path | None = None, force: bool = False,

@@ -74,12 +74,19 @@ def table_frame(table: Table) -> pandas.DataFrame:
     keys = [column.key for column in table.columns]
     keys += [key for row in table.rows for key in row if key not in keys]
     keys = list(dict.fromkeys(keys))
-    frame = pandas.DataFrame([[row.get(key) for key in keys] for row in table.rows],
+    frame = pandas.DataFrame([[_raw(row.get(key)) for key in keys] for row in table.rows],
                              columns=keys)
     kinds = {column.key: column.kind for column in table.columns}
     for key in keys:
         frame[key] = _typed(frame[key], kinds.get(key), key)
     return frame
+
+
+def _raw(value: Any) -> Any:
+    """A summary-style cell (`Quantity`) as its value: frames hold numbers, not display units."""
+    from hloscope.reports.report import Quantity
+
+    return value.value if isinstance(value, Quantity) else value
 
 
 def _typed(series: pandas.Series, kind: str | None, key: str) -> pandas.Series:

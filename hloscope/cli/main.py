@@ -33,7 +33,8 @@ EXIT_BROKEN_PIPE = 141
 DEBUG_VARIABLE = "HLOSCOPE_DEBUG"
 
 COMMAND_MODULES: tuple[str, ...] = ("inspect", "flops", "remat", "memory", "build", "sweep",
-                                      "profile", "trace", "oom", "report")
+                                      "profile", "trace", "oom", "report", "compare",
+                                      "snapshot", "check")
 """Modules under hloscope.cli that each define `command`, e.g. ("inspect", "flops")."""
 
 

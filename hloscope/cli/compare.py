@@ -1,0 +1,35 @@
+"""`hloscope compare A B`: two compiled programs side by side, and what explains the difference."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hloscope.analyses.compare import compare
+from hloscope.cli.common import HloInput, emit, hlo_input, output_options
+from hloscope.devices import get_device
+from hloscope.reports.compare import compare_report
+
+
+@click.command("compare")
+@hlo_input("a", "b")
+@click.option("--device", metavar="NAME", default=None,
+              help="Add a roofline step-time estimate for this device (v5e, h100, ...).")
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Show the N largest differences of each table (JSON holds them all).")
+@output_options
+def command(a: HloInput, b: HloInput, device: str | None, top: int, fmt: str,
+            output: Path | None, force: bool) -> None:
+    """Compare two HLO modules (files or dump folders), B against A: peak memory, XLA's
+    allocation, argument/output bytes, FLOPs, recompute, remat counts, instructions, fusions and
+    collectives with their deltas; then the opcodes, scopes, layers and phases whose counts or
+    FLOPs differ, the buffers live at the peak that appear, disappear or change (matched by
+    op_name and shape), and where the peak moved. Figures are per device.
+    """
+    target = get_device(device) if device is not None else None
+    result = compare(a.load(), b.load(), target, labels=(_label(a), _label(b)))
+    emit(compare_report(result, top), fmt, output, force)
+
+
+def _label(hlo: HloInput) -> str:
+    return "<stdin>" if hlo.source == "-" else Path(hlo.source).name
