@@ -139,3 +139,21 @@ def test_unscheduled_module_has_memory_na(tmp_path) -> None:
     result = run("compare", str(path), str(path))
     assert result.exit_code == 0, result.output
     assert "n/a" in result.output and "not scheduled" in result.output
+
+
+def test_toolchain_comes_from_a_build_manifest(tmp_path) -> None:
+    """A `hloscope build` folder: XLA's dump in dump/, the versions in manifest.json."""
+    import shutil
+
+    from conftest import FIXTURES
+
+    shutil.copytree(FIXTURES / "cpu" / "remat-full", tmp_path / "build" / "dump")
+    versions = {"jax": "0.10.2", "jaxlib": "0.10.2", "libtpu": None}
+    (tmp_path / "build" / "manifest.json").write_text(
+        json.dumps({"key_material": {"versions": versions}}))
+    out = tmp_path / "snapshot.json"
+    result = run("snapshot", str(tmp_path / "build"), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    toolchain = json.loads(out.read_text())["toolchain"]
+    assert (toolchain["jax"], toolchain["jaxlib"], toolchain["backend"]) == ("0.10.2", "0.10.2",
+                                                                            "cpu")
