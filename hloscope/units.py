@@ -15,6 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
 
 from hloscope.errors import UsageError
 
@@ -99,23 +100,23 @@ class Threshold:
     """A limit given in bytes ("64MiB") or as a fraction of a baseline ("2%" is 0.02)."""
 
     bytes: int | None = None
-    fraction: float | None = None
+    fraction: Fraction | None = None  # exact: "29%" is 29/100, not the float nearest to 0.29
 
     def limit(self, baseline: int) -> float:
         """The limit in bytes for a given baseline."""
         if self.bytes is not None:
             return float(self.bytes)
-        return (self.fraction or 0.0) * baseline
+        return float((self.fraction or 0) * baseline)
 
     def __str__(self) -> str:
         if self.bytes is not None:
             return format_bytes(self.bytes)
-        return f"{(self.fraction or 0.0) * 100:g}%"
+        return f"{float((self.fraction or 0) * 100):g}%"
 
 
 def parse_threshold(text: str) -> Threshold:
-    """ "2%" -> Threshold(fraction=0.02); "64MiB" -> Threshold(bytes=67108864)."""
+    """ "2%" -> Threshold(fraction=Fraction(2, 100)); "64MiB" -> Threshold(bytes=67108864)."""
     match = _PERCENT.fullmatch(text)
     if match is not None:
-        return Threshold(fraction=float(match.group("number")) / 100)
+        return Threshold(fraction=Fraction(match.group("number")) / 100)
     return Threshold(bytes=parse_bytes(text))

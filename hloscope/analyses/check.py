@@ -1,80 +1,26 @@
-"""CI gates: a snapshot of the figures CI keeps (`hloscope snapshot`) and the check of a program
-against one (`hloscope check`).
+"""A CI gate (`hloscope check`): a program's snapshot against a baseline's, under thresholds.
 
-A snapshot is small, stable JSON: the headline figures (integers where they are counts of bytes,
-FLOPs or instructions) and the toolchain that compiled the program when its build manifest says
-(jax, jaxlib, libtpu versions, backend, XLA_FLAGS). A check compares a program's figures with
-the baseline's against thresholds: relative increases (`--max-peak-increase 2%`), absolute
-increases (`--max-remat-increase 0`) and absolute limits (`--max-peak 16GiB`). A toolchain that
-differs from the baseline's is reported beside the violations: a compiler upgrade is not a code
-regression.
+Thresholds are relative increases (`--max-peak-increase 2%`: fails above +2.00% exactly),
+absolute increases (`--max-remat-increase 0`) and absolute limits (`--max-peak 16GiB`, or the
+device's memory budget with `--device`). Comparisons are exact: a percentage is taken as the
+decimal it was written as, never as a rounded float, so +29 on 100 passes `29%`. A figure that
+is unknown on either side (memory of an unscheduled module) is not checked, and the result says
+so with the reason. A toolchain that differs from the baseline's is reported beside the
+violations: a compiler upgrade is not a code regression.
 """
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
+from fractions import Fraction
 from typing import Any
 
-from hloscope.analyses.headline import headline
-from hloscope.analyses.overview import ModuleOverview
-from hloscope.errors import InputError
+from hloscope.analyses.headline import step_metric
+from hloscope.analyses.snapshot import TOOLCHAIN_KEYS, Snapshot
+from hloscope.devices import Device, memory_budget
+from hloscope.units import format_bytes, parse_bytes
 
-SNAPSHOT_SCHEMA = "hloscope/snapshot/v1"
-TOOLCHAIN_KEYS = ("jax", "jaxlib", "libtpu", "backend", "xla_flags")
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    module: str
-    metrics: dict[str, int | float | None]
-    toolchain: dict[str, str | None]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema": SNAPSHOT_SCHEMA, "module": self.module, "metrics": self.metrics,
-                "toolchain": self.toolchain}
-
-
-def take_snapshot(item: ModuleOverview, source: str) -> Snapshot:
-    metrics = {m.key: m.value for m in headline(item)}
-    return Snapshot(item.inspect.module_name, metrics, toolchain_of(source, item))
-
-
-def toolchain_of(source: str, item: ModuleOverview) -> dict[str, str | None]:
-    """Versions from the build manifest beside the dump (a `hloscope build` folder), else None."""
-    versions: dict[str, Any] = {}
-    manifest = _manifest(Path(source)) if source and source != "-" else None
-    if manifest is not None:
-        versions = manifest.get("key_material", {}).get("versions", {})
-    backend = item.memory.backend if item.memory else None
-    toolchain = {key: versions.get(key) for key in ("jax", "jaxlib", "libtpu")}
-    return {**toolchain, "backend": backend, "xla_flags": os.environ.get("XLA_FLAGS")}
-
-
-def _manifest(path: Path) -> dict[str, Any] | None:
-    for folder in (path, *path.parents[:3]):
-        candidate = folder / "manifest.json"
-        if candidate.is_file():
-            try:
-                return json.loads(candidate.read_text())
-            except (OSError, json.JSONDecodeError):
-                return None
-    return None
-
-
-def read_snapshot(path: Path) -> Snapshot:
-    """The baseline at `path` (InputError, exit 3, when missing or not a snapshot)."""
-    if not path.is_file():
-        raise InputError(f"{path}: no such baseline file (make one with `hloscope snapshot`)")
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputError(f"{path}: not a readable baseline: {error}") from None
-    if not isinstance(data, dict) or data.get("schema") != SNAPSHOT_SCHEMA \
-            or not isinstance(data.get("metrics"), dict):
-        raise InputError(f"{path}: not an hloscope snapshot (schema {SNAPSHOT_SCHEMA} expected)")
-    return Snapshot(str(data.get("module", "")), data["metrics"], data.get("toolchain") or {})
+MEMORY_NEEDED = "memory_bytes"
+STEP_TIME = "step_ms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,16 +28,29 @@ class Threshold:
     """A limit on one figure: `relative` (0.02 = +2%), `absolute` increase, or `limit`."""
 
     metric: str
-    relative: float | None = None
+    relative: Fraction | None = None  # exact, from the text: "29%" is 29/100
     absolute: float | None = None
     limit: float | None = None
+    why: str = ""  # what a limit is, e.g. "v5e memory budget"
 
     def describe(self) -> str:
         if self.relative is not None:
-            return f"increase <= {self.relative:.2%}"
+            return f"increase <= {float(self.relative * 100):g}%"
         if self.absolute is not None:
-            return f"increase <= {self.absolute:g}"
-        return f"<= {self.limit:,.0f}"
+            return f"increase <= {self._amount(self.absolute)}"
+        return f"<= {self._amount(self.limit or 0)}" + (f" ({self.why})" if self.why else "")
+
+    def _amount(self, value: float) -> str:
+        """Bytes in binary units, with the exact count when the units round it."""
+        if not self.metric.endswith("_bytes") or value != int(value):
+            return f"{value:g}"
+        shown = format_bytes(int(value))
+        return shown if parse_bytes(shown) == value else f"{shown} ({int(value):,} B)"
+
+    def to_dict(self) -> dict[str, Any]:
+        relative = None if self.relative is None else float(self.relative)
+        return {"metric": self.metric, "relative": relative, "absolute": self.absolute,
+                "limit": self.limit, "why": self.why}
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +65,17 @@ class Violation:
                 "rule": self.rule}
 
 
+@dataclass(frozen=True, slots=True)
+class Unchecked:
+    """A threshold that could not be applied: its figure is unknown on one side."""
+
+    metric: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"metric": self.metric, "reason": self.reason}
+
+
 @dataclass(slots=True)
 class CheckResult:
     module: str
@@ -113,44 +83,91 @@ class CheckResult:
     baseline: Snapshot
     thresholds: list[Threshold]
     violations: list[Violation]
+    unchecked: list[Unchecked] = field(default_factory=list)
     toolchain_changes: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    figures: dict[str, tuple[int | float | None, int | float | None]] = field(
+        default_factory=dict)  # every checked figure: (baseline, current)
 
     @property
     def passed(self) -> bool:
         return not self.violations
 
     def to_dict(self) -> dict[str, Any]:
-        return {"module": self.module, "passed": self.passed,
-                "violations": [v.to_dict() for v in self.violations],
-                "thresholds": [_threshold_dict(t) for t in self.thresholds],
-                "toolchain_changes": {k: list(v) for k, v in self.toolchain_changes.items()},
+        return {"module": self.module, "baseline_module": self.baseline.module,
+                "passed": self.passed, "violations": [v.to_dict() for v in self.violations],
+                "unchecked": [u.to_dict() for u in self.unchecked],
+                "thresholds": [t.to_dict() for t in self.thresholds],
+                "figures": {key: {"baseline": before, "current": now}
+                            for key, (before, now) in self.figures.items()},
+                "toolchain_changes": {key: {"baseline": old, "current": new}
+                                      for key, (old, new) in self.toolchain_changes.items()},
                 "current": self.current.to_dict(), "baseline": self.baseline.to_dict()}
 
 
-def _threshold_dict(threshold: Threshold) -> dict[str, Any]:
-    return {"metric": threshold.metric, "relative": threshold.relative,
-            "absolute": threshold.absolute, "limit": threshold.limit}
+def check(current: Snapshot, baseline: Snapshot, thresholds: list[Threshold],
+          device: Device | None = None) -> CheckResult:
+    """`current` against `baseline`; `device` adds its memory budget and the step time."""
+    now, before = figures(current, device), figures(baseline, device)
+    if device is not None and (budget := memory_budget(device)) is not None:
+        thresholds = [*thresholds, Threshold(MEMORY_NEEDED, limit=budget,
+                                             why=f"{device.name} memory budget")]
+    violations, unchecked = [], []
+    for threshold in thresholds:
+        outcome = _apply(threshold, now.get(threshold.metric), before.get(threshold.metric))
+        if isinstance(outcome, str):
+            unchecked.append(Unchecked(threshold.metric, _unknown(outcome, current, baseline)))
+        elif outcome is not None:
+            violations.append(outcome)
+    checked = dict.fromkeys([t.metric for t in thresholds] + ([STEP_TIME] if device else []))
+    return CheckResult(current.module, current, baseline, thresholds, violations, unchecked,
+                       toolchain_changes(current, baseline),
+                       {key: (before.get(key), now.get(key)) for key in checked})
 
 
-def check(current: Snapshot, baseline: Snapshot, thresholds: list[Threshold]) -> CheckResult:
-    violations = [v for t in thresholds if (v := _violation(t, current, baseline)) is not None]
-    changes = {key: (baseline.toolchain.get(key), current.toolchain.get(key))
-               for key in TOOLCHAIN_KEYS
-               if baseline.toolchain.get(key) != current.toolchain.get(key)}
-    return CheckResult(current.module, current, baseline, thresholds, violations, changes)
+def figures(snapshot: Snapshot, device: Device | None) -> dict[str, int | float | None]:
+    """A snapshot's figures plus what `check` derives: the memory a program needs (XLA's
+    allocation when known, else the live peak) and, with a device, the roofline step time."""
+    metrics: dict[str, int | float | None] = dict(snapshot.metrics)
+    allocation = metrics.get("allocation_bytes")
+    metrics[MEMORY_NEEDED] = allocation if allocation is not None else metrics.get("peak_bytes")
+    if device is not None:
+        metrics[STEP_TIME] = step_metric(device, metrics.get("total_flops"),
+                                         metrics.get("bytes_accessed"),
+                                         metrics.get("collective_bytes")).value
+    return metrics
 
 
-def _violation(threshold: Threshold, current: Snapshot, baseline: Snapshot) -> Violation | None:
-    now, before = current.metrics.get(threshold.metric), baseline.metrics.get(threshold.metric)
+def toolchain_changes(current: Snapshot,
+                      baseline: Snapshot) -> dict[str, tuple[str | None, str | None]]:
+    """The toolchain entries known on both sides that differ (unknown is not a change)."""
+    changes = {}
+    for key in TOOLCHAIN_KEYS:
+        old, new = baseline.toolchain.get(key), current.toolchain.get(key)
+        if old is not None and new is not None and old != new:
+            changes[key] = (old, new)
+    return changes
+
+
+def _apply(threshold: Threshold, now: int | float | None,
+           before: int | float | None) -> Violation | str | None:
+    """The violation, None when within, or which side ("current"/"baseline") lacks the figure."""
     rule = threshold.describe()
+    if now is None:
+        return "current"
     if threshold.limit is not None:
         return Violation(threshold.metric, before, now, rule) \
-            if now is not None and now > threshold.limit else None
-    if now is None or before is None:
-        return None
-    increase = now - before
-    if threshold.absolute is not None and increase > threshold.absolute:
-        return Violation(threshold.metric, before, now, rule)
-    if threshold.relative is not None and increase > threshold.relative * abs(before):
-        return Violation(threshold.metric, before, now, rule)
-    return None
+            if Fraction(now) > Fraction(threshold.limit) else None
+    if before is None:
+        return "baseline"
+    increase = Fraction(now) - Fraction(before)
+    if threshold.absolute is not None:
+        allowed = Fraction(threshold.absolute)
+    else:
+        allowed = (threshold.relative or Fraction(0)) * abs(Fraction(before))
+    return Violation(threshold.metric, before, now, rule) if increase > allowed else None
+
+
+def _unknown(side: str, current: Snapshot, baseline: Snapshot) -> str:
+    snapshot = current if side == "current" else baseline
+    reason = "; ".join(snapshot.notes) or "the figure is unknown"
+    return f"n/a in the {side} program: {reason}"

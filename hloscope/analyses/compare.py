@@ -4,7 +4,9 @@ The headline figures of both sides (`headline.py`) with absolute and relative de
 explanations: instruction counts by opcode, FLOPs by scope, layer and phase, the buffers live at
 each side's peak that appear, disappear or change, and where the peak moved. Buffers are
 matched by what they are — the op_name of the JAX operation that made them and their shape
-without layout — never by XLA's instruction numbers, which change from one compile to the next.
+without layout — never by XLA's instruction numbers, which change from one compile to the next
+(an op_name that is itself an instruction name, `broadcast.100`, is matched as `broadcast.*`;
+so are FLOP scopes and loop-body layers).
 """
 from __future__ import annotations
 
@@ -20,6 +22,10 @@ from hloscope.frames import DataFrames
 from hloscope.model.module import HloModule
 
 _LAYOUT = re.compile(r"\{[^{}]*\}$")
+# an op_name that is only an XLA instruction name ("broadcast.100", "fusion.3.remat2"): XLA
+# numbers instructions per compile, so such names are matched without their numbers
+_INSTRUCTION_NAME = re.compile(
+    r"(?P<base>[A-Za-z][\w-]*?)(?:\.(?:\d+|clone|remat\d*))+(?P<rest> \(.*\))?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +115,15 @@ class CompareResult(DataFrames):
     @property
     def differs(self) -> bool:
         return bool(any(m.delta for m in self.metrics) or self.opcodes or self.buffers
-                    or any(self.flops_by.values()) or self.peak_a != self.peak_b)
+                    or any(self.flops_by.values()) or self.peak_moved)
+
+    @property
+    def peak_moved(self) -> bool:
+        """Whether the peak is at another operation (by phase and op_name, not instruction)."""
+        a, b = self.peak_a, self.peak_b
+        if a is None or b is None:
+            return a is not b
+        return (a.phase, stable_name(a.op_name)) != (b.phase, stable_name(b.op_name))
 
     def to_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "differs": self.differs,
@@ -118,6 +132,7 @@ class CompareResult(DataFrames):
                 "flops_by": {by: [d.to_dict() for d in rows]
                              for by, rows in self.flops_by.items()},
                 "buffers": [c.to_dict() for c in self.buffers],
+                "peak_moved": self.peak_moved,
                 "peak_a": self.peak_a.to_dict() if self.peak_a else None,
                 "peak_b": self.peak_b.to_dict() if self.peak_b else None,
                 "notes": list(self.notes)}
@@ -151,7 +166,11 @@ def metric_deltas(a: list[Metric], b: list[Metric]) -> list[MetricDelta]:
 
 
 def _flops(item: ModuleOverview, by: str) -> dict[str, int]:
-    return {row.key: row.flops for row in item.flops.rows(by)}
+    totals: dict[str, int] = {}
+    for row in item.flops.rows(by):
+        key = stable_name(row.key)
+        totals[key] = totals.get(key, 0) + row.flops
+    return totals
 
 
 def _changed(a: dict[str, int], b: dict[str, int]) -> list[KeyDelta]:
@@ -178,10 +197,17 @@ def buffer_changes(a: MemoryResult | None, b: MemoryResult | None) -> list[Buffe
 def _groups(rows: list[BufferRow]) -> dict[tuple[str, str], tuple[int, int, str]]:
     groups: dict[tuple[str, str], tuple[int, int, str]] = {}
     for row in rows:
-        key = (row.op_name, layout_free(row.shape))
+        key = (stable_name(row.op_name), layout_free(row.shape))
         count, total, _ = groups.get(key, (0, 0, row.category))
         groups[key] = (count + 1, total + row.bytes, row.category)
     return groups
+
+
+def stable_name(op_name: str) -> str:
+    """`broadcast.100` -> `broadcast.*`, `while.7 (loop body)` -> `while.* (loop body)`; a JAX
+    op_name (`jit(f)/jvp(layer_0)/sub`) or a layer (`layer_0`) as it is."""
+    match = _INSTRUCTION_NAME.fullmatch(op_name)
+    return f"{match.group('base')}.*{match.group('rest') or ''}" if match else op_name
 
 
 def layout_free(shape: str) -> str:

@@ -28,7 +28,7 @@ class Metric:
 def headline(item: ModuleOverview, device: Device | None = None) -> list[Metric]:
     inspected, costs, remat = item.inspect, item.flops.total, item.remat
     memory = item.memory
-    categories = _peak_categories(item)
+    categories = {} if memory is None else memory.by_category
     metrics = [
         Metric("peak_bytes", "live peak", "bytes", item.peak_bytes),
         Metric("allocation_bytes", "XLA allocation", "bytes", item.allocation_bytes),
@@ -50,25 +50,20 @@ def headline(item: ModuleOverview, device: Device | None = None) -> list[Metric]
         Metric("collective_bytes", "collective bytes", "bytes", costs.collective_bytes),
     ]
     if device is not None:
-        seconds = _step_seconds(item, device)
-        metrics.append(Metric("step_ms", f"est. step ms ({device.name})", "int",
-                              None if seconds is None else seconds * 1000))
+        metrics.append(step_metric(device, costs.flops, costs.bytes_accessed,
+                                   costs.collective_bytes))
     return metrics
 
 
-def _peak_categories(item: ModuleOverview) -> dict[str, int]:
-    if item.memory is None:
-        return {}
-    totals: dict[str, int] = {}
-    for row in item.memory.live_at_peak:
-        totals[row.category] = totals.get(row.category, 0) + row.bytes
-    return totals
-
-
-def _step_seconds(item: ModuleOverview, device: Device) -> float | None:
+def step_metric(device: Device, flops: float | None, bytes_accessed: float | None,
+                collective_bytes: float | None) -> Metric:
+    """The roofline step time (ms) of a per-device program on `device` (bf16 peak)."""
     from hloscope.workloads.roofline import estimate_step
 
-    costs = item.flops.total
-    estimate = estimate_step(device, "bfloat16", costs.flops, costs.bytes_accessed,
-                             costs.collective_bytes)
-    return estimate.seconds
+    seconds = None
+    if flops is not None and bytes_accessed is not None:
+        seconds = estimate_step(device, "bfloat16", flops, bytes_accessed,
+                                collective_bytes or 0).seconds
+    return Metric("step_ms", f"est. step ms ({device.name})", "int",
+                  None if seconds is None else seconds * 1000)
+

@@ -6,17 +6,19 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.check import Threshold, check, read_snapshot, take_snapshot
+from hloscope.analyses.check import STEP_TIME, Threshold, check
 from hloscope.analyses.headline import headline
 from hloscope.analyses.overview import overview
+from hloscope.analyses.snapshot import read_snapshot, take_snapshot
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
-from hloscope.errors import EXIT_OK
+from hloscope.devices import get_device
+from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.reports.check import check_report, snapshot_report
 from hloscope.reports.output import write_report
 from hloscope.reports.registry import get_format, render
+from hloscope.reports.report import Report
 from hloscope.units import parse_bytes, parse_threshold
 
-EXIT_CHECK_FAILED = 1
 SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
 
 
@@ -34,27 +36,39 @@ SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
               help="Fail when more instructions are recomputed than this many more.")
 @click.option("--max-peak", metavar="BYTES", default=None,
               help="Fail when the live peak exceeds this (e.g. 15.75GiB).")
+@click.option("--device", metavar="NAME", default=None,
+              help="Fail when the program does not fit this device's memory budget (XLA's "
+                   "allocation, else the live peak); adds its roofline step time.")
+@click.option("--max-step-time-increase", metavar="N%", default=None,
+              help="With --device: fail when the estimated step time grows by more.")
 @click.option("--update", is_flag=True, help="Rewrite the baseline with this program's figures.")
 @output_options
 def command(hlo: HloInput, baseline: Path, max_peak_increase: str | None,
             max_allocation_increase: str | None, max_flops_increase: str | None,
-            max_remat_increase: int | None, max_peak: str | None, update: bool, fmt: str,
-            output: Path | None, force: bool) -> int:
+            max_remat_increase: int | None, max_peak: str | None, device: str | None,
+            max_step_time_increase: str | None, update: bool, fmt: str, output: Path | None,
+            force: bool) -> int:
     """Exit 0 when the program is within the thresholds of the baseline, 1 with a table of the
     violations otherwise. A toolchain that differs from the baseline's is said beside them.
     With $GITHUB_STEP_SUMMARY set, the Markdown report is appended to it.
     """
+    target = get_device(device) if device is not None else None
     thresholds = _thresholds(max_peak_increase, max_allocation_increase, max_flops_increase,
                              max_remat_increase, max_peak)
-    item = overview(hlo.load(), Path(hlo.source).name)
-    current = take_snapshot(item, hlo.source)
+    if max_step_time_increase is not None:
+        if target is None:
+            raise click.UsageError("--max-step-time-increase needs --device")
+        thresholds.append(_relative(STEP_TIME, max_step_time_increase))
+    module = hlo.load()
+    item = overview(module, Path(hlo.source).name)
+    current = take_snapshot(item, module)
     if update:
         write_report(snapshot_report(current, headline(item)), get_format("json"), baseline,
                      force=True)
         click.echo(f"updated the baseline {baseline}", err=True)
         return EXIT_OK
-    result = check(current, read_snapshot(baseline), thresholds)
-    report = check_report(result, {m.key: m.kind for m in headline(item)})
+    result = check(current, read_snapshot(baseline), thresholds, target)
+    report = check_report(result, {m.key: m.kind for m in headline(item, target)})
     emit(report, fmt, output, force)
     _append_step_summary(report)
     return EXIT_OK if result.passed else EXIT_CHECK_FAILED
@@ -79,8 +93,21 @@ def _increase(metric: str, text: str) -> Threshold:
     return Threshold(metric, absolute=parsed.bytes)
 
 
-def _append_step_summary(report) -> None:
+def _relative(metric: str, text: str) -> Threshold:
+    parsed = parse_threshold(text)
+    if parsed.fraction is None:
+        raise click.BadParameter(f"{text!r}: give a percentage such as 5%",
+                                 param_hint="--max-step-time-increase")
+    return Threshold(metric, relative=parsed.fraction)
+
+
+def _append_step_summary(report: Report) -> None:
     path = os.environ.get(SUMMARY_VARIABLE)
-    if path:
+    if not path:
+        return
+    try:
         with open(path, "a", encoding="utf-8") as summary:
             summary.write(render(report, "markdown") + "\n")
+    except OSError as error:  # the verdict stands; only the summary is lost
+        click.echo(f"warning: cannot append to ${SUMMARY_VARIABLE} ({path}): "
+                   f"{error.strerror or error}", err=True)

@@ -27,9 +27,11 @@ def command(a: HloInput, b: HloInput, device: str | None, top: int, fmt: str,
     op_name and shape), and where the peak moved. Figures are per device.
     """
     target = get_device(device) if device is not None else None
-    result = compare(a.load(), b.load(), target, labels=(_label(a), _label(b)))
+    result = compare(a.load(), b.load(), target, labels=_labels(a, b))
     emit(compare_report(result, top), fmt, output, force)
 
 
-def _label(hlo: HloInput) -> str:
-    return "<stdin>" if hlo.source == "-" else Path(hlo.source).name
+def _labels(a: HloInput, b: HloInput) -> tuple[str, str]:
+    """The inputs' file or folder names; their paths as given when the names are the same."""
+    names = tuple("<stdin>" if hlo.source == "-" else Path(hlo.source).name for hlo in (a, b))
+    return (a.source, b.source) if names[0] == names[1] else names  # type: ignore[return-value]

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.check import take_snapshot
 from hloscope.analyses.headline import headline
 from hloscope.analyses.overview import overview
+from hloscope.analyses.snapshot import take_snapshot
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.reports.check import snapshot_report
 
@@ -17,10 +17,10 @@ from hloscope.reports.check import snapshot_report
 @output_options
 def command(hlo: HloInput, fmt: str, output: Path | None, force: bool) -> None:
     """The figures `hloscope check` compares (peak, allocation, FLOPs, recompute, remat and
-    instruction counts, collectives; per device) and the toolchain that compiled the program
-    when its build manifest says. With -o FILE.json it is the baseline file; it is never
-    overwritten without --force.
+    instruction counts, collectives; per device, as integers) and the toolchain that compiled
+    the program when a `hloscope build` manifest says (null when unknown). With -o FILE.json it
+    is the baseline file; it is never overwritten without --force.
     """
-    item = overview(hlo.load(), Path(hlo.source).name)
-    snapshot = take_snapshot(item, hlo.source)
-    emit(snapshot_report(snapshot, headline(item)), fmt, output, force)
+    module = hlo.load()
+    item = overview(module, Path(hlo.source).name)
+    emit(snapshot_report(take_snapshot(item, module), headline(item)), fmt, output, force)

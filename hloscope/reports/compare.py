@@ -65,8 +65,9 @@ def _place(place: PeakPlace) -> str:
 def _notes(result: CompareResult, top: int | None) -> list[str]:
     notes = list(result.notes)
     a, b = result.peak_a, result.peak_b
-    if a is not None and b is not None and a.phase != b.phase:
-        notes.append(f"the peak moved from the {a.phase} phase to the {b.phase} phase")
+    if a is not None and b is not None and result.peak_moved:
+        where = "phase" if a.phase != b.phase else "operation"
+        notes.append(f"the peak moved to another {where}: from {_place(a)} to {_place(b)}")
     hidden = len(result.buffers) - len(result.buffers[:top])
     if hidden > 0:
         notes.append(f"{hidden} more buffer changes not shown (--top)")
