@@ -19,11 +19,11 @@ from hloscope.analyses.headline import headline
 from hloscope.analyses.overview import ModuleOverview
 from hloscope.errors import InputError, ParseError, SourceLocation
 from hloscope.model.module import HloModule
+from hloscope.parsers.load import BUILD_MANIFEST, BUILD_MANIFEST_SCHEMA
 
 SNAPSHOT_SCHEMA = "hloscope/snapshot/v1"
 TOOLCHAIN_KEYS = ("backend", "jax", "jaxlib", "libtpu", "xla_flags")
 _VERSION_KEYS = ("jax", "jaxlib", "libtpu")
-_BUILD_MANIFEST_SCHEMA = "hloscope/build-manifest/v1"
 # options that name paths or dump settings: they differ between identical compiles
 _IGNORED_OPTION_PREFIX = "xla_dump"
 
@@ -88,9 +88,9 @@ def build_manifest(source: str) -> dict[str, Any] | None:
     if not source or source.startswith("<"):
         return None
     folder = Path(source).parent
-    for candidate in (folder / "manifest.json", folder.parent / "manifest.json"):
+    for candidate in (folder / BUILD_MANIFEST, folder.parent / BUILD_MANIFEST):
         manifest = _read_json(candidate)
-        if isinstance(manifest, dict) and manifest.get("schema") == _BUILD_MANIFEST_SCHEMA:
+        if isinstance(manifest, dict) and manifest.get("schema") == BUILD_MANIFEST_SCHEMA:
             return manifest
     return None
 

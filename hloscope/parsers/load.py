@@ -132,7 +132,8 @@ def _dump_file(path: Path) -> DumpFile:
 
 BUILD_DUMP_FOLDER = "dump"
 BUILD_MANIFEST = "manifest.json"
-"""A `hloscope build` folder keeps XLA's dump in dump/, beside manifest.json."""
+BUILD_MANIFEST_SCHEMA = "hloscope/build-manifest/v1"
+"""A `hloscope build` folder keeps XLA's dump in dump/, beside manifest.json (this schema)."""
 
 
 def hlo_folder(folder: Path) -> Path:

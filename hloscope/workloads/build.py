@@ -29,6 +29,7 @@ from typing import Any
 
 from hloscope import __version__
 from hloscope.errors import InputError, OutputExistsError
+from hloscope.parsers.load import BUILD_DUMP_FOLDER, BUILD_MANIFEST, BUILD_MANIFEST_SCHEMA
 from hloscope.workloads.compiler import package_versions
 from hloscope.workloads.config import TransformerConfig, param_count
 from hloscope.workloads.fingerprint import file_fingerprint
@@ -36,11 +37,11 @@ from hloscope.workloads.results import CompileResult
 from hloscope.workloads.runner import TRANSFORMER_BUILDER, CompileRequest, compile_in_subprocess
 from hloscope.workloads.targets import parse_target
 
-MANIFEST_SCHEMA = "hloscope/build-manifest/v1"
+MANIFEST_SCHEMA = BUILD_MANIFEST_SCHEMA
 MODULE_NAME = "jit_train_step"
-MANIFEST, MEMORY, COST, HLO, DUMP, LOG = ("manifest.json", "memory_analysis.json",
-                                          "cost_analysis.json", "optimized_hlo.txt", "dump",
-                                          "compile.log")
+MANIFEST, DUMP = BUILD_MANIFEST, BUILD_DUMP_FOLDER
+MEMORY, COST, HLO, LOG = ("memory_analysis.json", "cost_analysis.json", "optimized_hlo.txt",
+                          "compile.log")
 _WORKLOAD_SOURCES = ("config.py", "transformer.py", "layers.py", "remat.py", "sharding.py",
                      "compiler.py", "compile_job.py", "targets.py")
 _MODULE_FILE = re.compile(r"^module_(\d+)\.(?P<name>[^.]+)\..*after_optimizations\.txt$")

@@ -13,10 +13,9 @@ from pathlib import Path
 from hloscope.errors import InputError
 from hloscope.model.module import HloModule
 from hloscope.parsers.compile_log import CompileLog, parse_compile_log, read_compile_log
+from hloscope.parsers.load import BUILD_MANIFEST as MANIFEST
 from hloscope.parsers.load import load_input
 from hloscope.workloads.config import TransformerConfig
-
-MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
