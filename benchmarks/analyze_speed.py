@@ -17,11 +17,11 @@ from parse_speed import XLA_RUN, benchmark_arguments, best
 _HLOSCOPE_RUN = r"""
 import json, sys, time
 import hloscope
-from hloscope.analyses.attribution import charges
+from hloscope.analyses.cost.attribution import charges
 from hloscope.analyses.cost import CostAnalysis
-from hloscope.analyses.flops import breakdowns
-from hloscope.analyses.gc_pause import paused_gc
-from hloscope.analyses.remat import remat
+from hloscope.analyses.cost.flops import breakdowns
+from hloscope.analyses.cost.gc_pause import paused_gc
+from hloscope.analyses.cost.remat import remat
 start = time.perf_counter()
 module = hloscope.load(sys.argv[1])
 loaded = time.perf_counter()

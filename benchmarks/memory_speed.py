@@ -18,7 +18,7 @@ from parse_speed import XLA_RUN, benchmark_arguments, best
 _HLOSCOPE_RUN = r"""
 import json, sys, time
 import hloscope
-from hloscope.analyses.memory import memory
+from hloscope.analyses.memory.analysis import memory
 start = time.perf_counter()
 module = hloscope.load(sys.argv[1])
 loaded = time.perf_counter()

@@ -16,10 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from hloscope.workloads.executors import ExecutorSpec
-from hloscope.workloads.policies import parse_variants
-from hloscope.workloads.presets import preset_config
-from hloscope.workloads.sweep import SweepRequest, run_sweep
+from hloscope.spec.policies import parse_variants
+from hloscope.spec.presets import preset_config
+from hloscope.sweep.core import SweepRequest, run_sweep
+from hloscope.sweep.executors import ExecutorSpec
 
 DEFAULT_POLICIES = "none,full,dots_saveable,save_named,nothing_saveable,partial:1"
 WORKERS = (1, 2)

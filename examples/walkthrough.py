@@ -22,8 +22,8 @@ from jax.sharding import AbstractMesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import hloscope
+from hloscope.spec.presets import preset_config
 from hloscope.workloads import transformer
-from hloscope.workloads.presets import preset_config
 
 OUT = Path(next((a for a in sys.argv[1:] if not a.startswith("--")), "."))
 TPU = "--tpu" in sys.argv

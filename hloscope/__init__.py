@@ -17,10 +17,10 @@ per table; a dict of them when there are several).
 from __future__ import annotations
 
 from hloscope.analyses.cost import CostOptions
-from hloscope.analyses.flops import FlopsResult
-from hloscope.analyses.inspect import InspectResult, inspect
-from hloscope.analyses.memory import MemoryResult
-from hloscope.analyses.remat import RematResult, remat
+from hloscope.analyses.cost.flops import FlopsResult
+from hloscope.analyses.cost.remat import RematResult, remat
+from hloscope.analyses.memory.analysis import MemoryResult
+from hloscope.analyses.summary.inspect import InspectResult, inspect
 from hloscope.api import compare, flops, from_jax, memory, oom, report
 from hloscope.errors import HloscopeError, InputError, ParseError
 from hloscope.model.module import Computation, HloModule

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hloscope.analyses.cost import CostOptions
-from hloscope.analyses.flops import BREAKDOWNS, DEFAULT_SCOPE_DEPTH, FlopsResult
-from hloscope.analyses.memory import MemoryResult
+from hloscope.analyses.cost.flops import BREAKDOWNS, DEFAULT_SCOPE_DEPTH, FlopsResult
+from hloscope.analyses.memory.analysis import MemoryResult
 from hloscope.errors import UsageError
 from hloscope.model.module import HloModule
 from hloscope.parsers.load import load_input
 
 if TYPE_CHECKING:
-    from hloscope.analyses.compare import CompareResult
+    from hloscope.analyses.gate.compare import CompareResult
     from hloscope.analyses.oom import OomDiagnosis
 
 ModuleLike = HloModule | str | Path
@@ -36,7 +36,7 @@ def flops(module: ModuleLike, by: str | Sequence[str] | None = None,
     """FLOPs, transcendentals and bytes with loop trip counts applied, by opcode, scope, layer
     and phase. `by` keeps only those breakdowns (one name: `to_pandas()` is that one frame);
     `xla_conventions` counts loop bodies once, as XLA's cost_analysis() does."""
-    from hloscope.analyses.flops import flops as analyse
+    from hloscope.analyses.cost.flops import flops as analyse
 
     options = CostOptions.like_xla() if xla_conventions else None
     result = analyse(as_module(module), scope_depth=scope_depth, options=options)
@@ -54,9 +54,9 @@ def memory(module: ModuleLike, backend: str | None = None,
     """The live peak of a scheduled module, the buffers live at it and the timeline; when the
     module was read from an XLA dump (or made by `from_jax`), XLA's own live-range peak and
     allocation too (`result.xla`)."""
-    from hloscope.analyses.liveness.spaces import detect_backend
-    from hloscope.analyses.memory import memory as analyse
-    from hloscope.analyses.memory import xla_figures
+    from hloscope.analyses.memory.analysis import memory as analyse
+    from hloscope.analyses.memory.analysis import xla_figures
+    from hloscope.analyses.memory.liveness.spaces import detect_backend
 
     loaded = as_module(module)
     backend = backend or detect_backend(loaded)
@@ -94,7 +94,7 @@ def compare(a: ModuleLike, b: ModuleLike, device: str | None = None) -> CompareR
     """What differs between two programs, B against A: the headline figures with their deltas,
     opcodes, FLOPs by scope, layer and phase, and the buffers live at the peak that appear,
     disappear or change (matched by op_name and shape). `device` adds a step-time estimate."""
-    from hloscope.analyses.compare import compare as compare_modules
+    from hloscope.analyses.gate.compare import compare as compare_modules
     from hloscope.devices import get_device
 
     target = get_device(device) if device is not None else None
@@ -107,8 +107,8 @@ def report(*inputs: ModuleLike, output: str | Path | None = None, force: bool = 
     sweep folder (what `hloscope report` writes); written to `output` when given (an existing
     file only with `force`). Returns the HTML."""
     from hloscope.reports.html_inputs import page_for
-    from hloscope.reports.html_page import render_page
     from hloscope.reports.output import write_file
+    from hloscope.reports.renderers.html_page import render_page
 
     if not inputs:
         raise UsageError("report needs at least one input")

@@ -10,8 +10,8 @@ from conftest import FIXTURES
 
 import hloscope
 from hloscope.analyses.cost import CostOptions
-from hloscope.analyses.flops import flops
-from hloscope.analyses.remat import remat
+from hloscope.analyses.cost.flops import flops
+from hloscope.analyses.cost.remat import remat
 from hloscope.cli import flops as flops_cli
 from hloscope.cli import remat as remat_cli
 from hloscope.cli.main import HloscopeGroup

@@ -29,7 +29,7 @@ from remat_pair import (
 )
 
 import hloscope
-from hloscope.analyses.compare import layout_free, stable_name
+from hloscope.analyses.gate.compare import layout_free, stable_name
 
 TPU_NONE = FIXTURES / "tpu-v5e-2x2" / "remat-none"
 TPU_FULL = FIXTURES / "tpu-v5e-2x2" / "remat-full"

@@ -7,10 +7,10 @@ from cost_cases import CASES
 from cost_oracle import module_texts
 
 import hloscope
-from hloscope.analyses.attribution import charges, split
 from hloscope.analyses.cost import CostAnalysis, CostOptions
-from hloscope.analyses.flops import BREAKDOWNS, flops
-from hloscope.analyses.phases import Phase, layer_of, phase_of, scope_path
+from hloscope.analyses.cost.attribution import charges, split
+from hloscope.analyses.cost.flops import BREAKDOWNS, flops
+from hloscope.analyses.cost.phases import Phase, layer_of, phase_of, scope_path
 from hloscope.model.module import HloModule
 
 FIXTURE_DIRS = sorted(p.parent for p in FIXTURES.glob("*/*/meta.json"))

@@ -17,9 +17,9 @@ from jax.sharding import PartitionSpec as P
 import hloscope
 from hloscope.cli.main import cli
 from hloscope.errors import UsageError
+from hloscope.spec.presets import preset_config
 from hloscope.workloads import transformer
 from hloscope.workloads.capture_folder import CaptureError, read_capture
-from hloscope.workloads.presets import preset_config
 
 ACCELERATOR_SHAPES = {"seq_len": 512, "batch": 64}  # the TPU fixtures' (fixtures/README.md)
 

@@ -13,7 +13,7 @@ import pytest
 
 import hloscope
 from hloscope.analyses.cost import CostAnalysis, CostOptions
-from hloscope.analyses.flops import flops
+from hloscope.analyses.cost.flops import flops
 
 HERE = Path(__file__).resolve().parent
 _COMPARE = {"LT": operator.lt, "LE": operator.le, "GT": operator.gt, "GE": operator.ge,

@@ -18,9 +18,9 @@ import pytest
 from conftest import FIXTURES
 
 import hloscope
-from hloscope.analyses.liveness import analyze_liveness
-from hloscope.analyses.liveness.peak import live_at
-from hloscope.analyses.memory import memory
+from hloscope.analyses.memory.analysis import memory
+from hloscope.analyses.memory.liveness import analyze_liveness
+from hloscope.analyses.memory.liveness.peak import live_at
 from hloscope.parsers.xla_memory import find_memory_artifacts, space_allocations
 
 FOLDERS = sorted(p.parent for p in FIXTURES.glob("*/*/meta.json"))
@@ -107,7 +107,7 @@ def test_arguments_are_categorised_by_their_pytree_path(folder):
                 "nu": "optimizer state", "step": "optimizer state"}
     module = hloscope.load(folder)
     liveness = analyze_liveness(module)
-    from hloscope.analyses.liveness.categories import Classifier
+    from hloscope.analyses.memory.liveness.categories import Classifier
 
     classifier = Classifier(liveness)
     checked = 0

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 import hloscope
-from hloscope.analyses.liveness import analyze_liveness
-from hloscope.analyses.liveness.peak import live_at, live_bytes, xla_moment
-from hloscope.analyses.memory import memory
+from hloscope.analyses.memory.analysis import memory
+from hloscope.analyses.memory.liveness import analyze_liveness
+from hloscope.analyses.memory.liveness.peak import live_at, live_bytes, xla_moment
 from hloscope.errors import NotScheduledError
 
 
@@ -264,7 +264,7 @@ ENTRY main {
 
 
 def test_the_peak_column_for_other_commands():
-    from hloscope.analyses.memory import live_peak_bytes
+    from hloscope.analyses.memory.analysis import live_peak_bytes
 
     assert live_peak_bytes(hloscope.load(WHILE)) == (memory(hloscope.load(WHILE)).peak_bytes, "")
     unscheduled = hloscope.load("HloModule m\nENTRY main {\n  ROOT p = f32[4] parameter(0)\n}")

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 import hloscope
-from hloscope.analyses.liveness import analyze_liveness
-from hloscope.analyses.liveness.categories import Classifier
-from hloscope.analyses.liveness.peak import live_at, live_bytes
-from hloscope.analyses.memory import memory
+from hloscope.analyses.memory.analysis import memory
+from hloscope.analyses.memory.liveness import analyze_liveness
+from hloscope.analyses.memory.liveness.categories import Classifier
+from hloscope.analyses.memory.liveness.peak import live_at, live_bytes
 from hloscope.parsers.xla_memory import find_memory_artifacts
 
 pytestmark = pytest.mark.compile

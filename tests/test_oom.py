@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from hloscope.analyses.oom.analytic import activation_bytes_none, state_bytes_per_parameter
 from hloscope.cli.main import cli
 from hloscope.devices import GIB, JAX_DEFAULT_GPU_MEMORY_FRACTION, get_device
-from hloscope.workloads.config import param_count
-from hloscope.workloads.presets import preset_config
+from hloscope.spec.config import param_count
+from hloscope.spec.presets import preset_config
 from tests.conftest import FIXTURES
 
 OOM = FIXTURES / "tpu-v5e-2x2-oom"

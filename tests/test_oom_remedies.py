@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from hloscope.analyses.oom import diagnose, read_inputs, resolve_capacity
+from hloscope.analyses.summary.variant import reported_device_total
+from hloscope.spec.policies import parse_variant
+from hloscope.spec.presets import preset_config
 from hloscope.workloads.build import BuildSpec, run_build
-from hloscope.workloads.figures import reported_device_total
-from hloscope.workloads.policies import parse_variant
-from hloscope.workloads.presets import preset_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.compile]
 

@@ -11,8 +11,8 @@ from cost_oracle import module_texts
 from xla_oracle import xla_available
 
 import hloscope
-from hloscope.analyses.flops import flops
-from hloscope.analyses.remat import remat
+from hloscope.analyses.cost.flops import flops
+from hloscope.analyses.cost.remat import remat
 
 FIXTURE_HLO = sorted(FIXTURES.glob("**/*after_optimizations.txt"))
 _NO_WORK = {"kParameter", "kConstant", "kTuple", "kGetTupleElement", "kBitcast"}

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xla_oracle import same_shape, xla_available, xla_parse
 
-from hloscope.syntax.shape_text import TextSyntaxError, parse_shape
+from hloscope.model.shape_text import TextSyntaxError, parse_shape
 
 
 @pytest.mark.parametrize(

@@ -19,12 +19,12 @@ import pytest
 from click.testing import CliRunner
 
 from hloscope.cli.main import cli
+from hloscope.spec.policies import parse_variant
+from hloscope.spec.presets import preset_config
+from hloscope.sweep.tasks import CompileTask, receive, run_task
 from hloscope.workloads.build import BuildSpec
 from hloscope.workloads.cache import BuildCache
-from hloscope.workloads.policies import parse_variant
-from hloscope.workloads.presets import preset_config
 from hloscope.workloads.seal import SEAL, folder_files, seal_problem
-from hloscope.workloads.tasks import CompileTask, receive, run_task
 
 
 def tiny_spec(policy: str = "none") -> BuildSpec:

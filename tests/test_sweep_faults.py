@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from sweep_runs import TINY_CPU, cache_entries, processes_mentioning, rows_by_name, run_sweep_cli
 
-from hloscope.workloads.faults import KILL_ATTEMPTS_ENV
+from hloscope.sweep.faults import KILL_ATTEMPTS_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,7 @@ import pytest
 from sweep_runs import rows_by_name, run_sweep_cli
 
 from hloscope.errors import EXIT_INPUT_MISSING, EXIT_USAGE
-from hloscope.workloads.faults import KILL_ATTEMPTS_ENV
+from hloscope.sweep.faults import KILL_ATTEMPTS_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 COMPARED = ("outcome", "rank", "reason", "status", "fits", "batch", "fingerprint", "total_flops",

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
 
-from hloscope.analyses.memory import memory
+from hloscope.analyses.memory.analysis import memory
 from hloscope.cli.main import cli
 from hloscope.parsers.load import load_file
 

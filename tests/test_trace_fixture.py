@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from hloscope.analyses.flops import flops
-from hloscope.analyses.remat import remat
-from hloscope.analyses.trace import analyze_trace
+from hloscope.analyses.cost.flops import flops
+from hloscope.analyses.cost.remat import remat
+from hloscope.analyses.trace.analysis import analyze_trace
 from hloscope.devices import get_device
 from hloscope.parsers.load import load_file
 from hloscope.parsers.trace import load_trace, trace_programs

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 from jaxlib_descriptors import jaxlib_descriptors
 
-from hloscope.analyses.trace import analyze_trace
+from hloscope.analyses.trace.analysis import analyze_trace
 from hloscope.cli.main import cli
 from hloscope.devices import get_device
 from hloscope.parsers.load import load_input

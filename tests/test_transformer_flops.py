@@ -24,9 +24,9 @@ from conftest import FIXTURES
 
 import hloscope
 from hloscope.analyses.cost import CostOptions
-from hloscope.analyses.flops import cost_analysis, costed_charges, flops
-from hloscope.analyses.phases import Phase
-from hloscope.workloads.targets import parse_target
+from hloscope.analyses.cost.flops import cost_analysis, costed_charges, flops
+from hloscope.analyses.cost.phases import Phase
+from hloscope.spec.targets import parse_target
 
 MATMULS = ("dot", "convolution")
 FIXTURE_DIRS = sorted(p.parent for p in FIXTURES.glob("*/*/meta.json"))

@@ -11,22 +11,22 @@ import pytest
 from conftest import FIXTURES
 from test_workloads import needs_jax
 
+from hloscope.analyses.roofline import estimate_step
+from hloscope.analyses.summary.variant import HloFigures, VariantFigures, oom_temporaries
 from hloscope.devices import get_device
 from hloscope.errors import UsageError
-from hloscope.workloads.build import BuildSpec
-from hloscope.workloads.config import TransformerConfig, param_count
-from hloscope.workloads.figures import HloFigures, VariantFigures, oom_temporaries
-from hloscope.workloads.fingerprint import file_fingerprint, normalized_hlo
-from hloscope.workloads.policies import (
+from hloscope.spec.config import TransformerConfig, param_count
+from hloscope.spec.policies import (
     all_variant_names,
     default_block_size,
     parse_variant,
     parse_variants,
 )
-from hloscope.workloads.presets import PRESETS, PUBLISHED_PARAMETERS, preset_config
-from hloscope.workloads.ranking import rank_variants
-from hloscope.workloads.roofline import estimate_step
-from hloscope.workloads.search import BatchSearch
+from hloscope.spec.presets import PRESETS, PUBLISHED_PARAMETERS, preset_config
+from hloscope.sweep.ranking import rank_variants
+from hloscope.sweep.search import BatchSearch
+from hloscope.workloads.build import BuildSpec
+from hloscope.workloads.fingerprint import file_fingerprint, normalized_hlo
 
 
 @pytest.mark.parametrize(("model", "published"), sorted(PUBLISHED_PARAMETERS.items()))
@@ -210,9 +210,9 @@ def test_the_parent_side_never_imports_jax() -> None:
 
     from conftest import REPO
 
-    modules = ("hloscope.cli.main", "hloscope.workloads.sweep", "hloscope.workloads.build",
-               "hloscope.workloads.cache", "hloscope.workloads.figures",
-               "hloscope.workloads.policies", "hloscope.workloads.presets",
-               "hloscope.reports.sweep", "hloscope.analyses.host_offload")
+    modules = ("hloscope.cli.main", "hloscope.sweep.core", "hloscope.workloads.build",
+               "hloscope.workloads.cache", "hloscope.analyses.summary.variant",
+               "hloscope.spec.policies", "hloscope.spec.presets",
+               "hloscope.reports.sweep", "hloscope.analyses.memory.host_offload")
     code = f"import sys, {', '.join(modules)}; sys.exit('jax' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0

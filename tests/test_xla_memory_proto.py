@@ -46,7 +46,8 @@ def _programs():  # noqa: C901  (one closure per program)
     import jax
     import jax.numpy as jnp
 
-    from hloscope.workloads.targets import make_mesh, parse_target
+    from hloscope.spec.targets import parse_target
+    from hloscope.workloads.topology import make_mesh
     from hloscope.workloads.transformer import build_train_step
 
     def train_step():

@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hloscope.syntax.scan import blank_block_comments
-from hloscope.syntax.shape_text import parse_shape_prefix
+from hloscope.model.scan import blank_block_comments
+from hloscope.model.shape_text import parse_shape_prefix
 
 _PRINTED = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*")
 
@@ -70,8 +70,8 @@ _NEWER_ATTRIBUTES = (", has_dynamic_root=true",)
 
 def compare_with_xla(text: str, source: str) -> list[str]:
     """Disagreements between hloscope and XLA on every module of `text` (empty when none)."""
+    from hloscope.model.shape_text import parse_shape
     from hloscope.parsers.text import parse_text
-    from hloscope.syntax.shape_text import parse_shape
 
     ours = parse_text(text, source)
     texts = split_modules(text)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from hloscope.analyses.summary.variant import variant_figures
 from hloscope.cli.common import emit
 from hloscope.cli.workload_options import (
     cache_options,
@@ -14,12 +15,11 @@ from hloscope.cli.workload_options import (
 )
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.reports.sweep import build_report
+from hloscope.spec.config import TransformerConfig
+from hloscope.spec.policies import parse_variant
+from hloscope.spec.targets import parse_target
 from hloscope.workloads.build import Build, BuildSpec, prepare_folder, run_build
 from hloscope.workloads.cache import BuildCache, copy_build
-from hloscope.workloads.config import TransformerConfig
-from hloscope.workloads.figures import variant_figures
-from hloscope.workloads.policies import parse_variant
-from hloscope.workloads.targets import parse_target
 
 
 @click.command("build")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.check import STEP_TIME, Threshold, check
-from hloscope.analyses.headline import headline
-from hloscope.analyses.overview import overview
-from hloscope.analyses.snapshot import read_snapshot, take_snapshot
+from hloscope.analyses.gate.check import STEP_TIME, Threshold, check
+from hloscope.analyses.gate.headline import headline
+from hloscope.analyses.gate.snapshot import read_snapshot, take_snapshot
+from hloscope.analyses.summary.overview import overview
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.devices import get_device
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK

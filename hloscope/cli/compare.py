@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.compare import compare
+from hloscope.analyses.gate.compare import compare
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.devices import get_device
 from hloscope.reports.compare import compare_report

@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from hloscope.analyses.cost import CostOptions
-from hloscope.analyses.flops import BREAKDOWNS, DEFAULT_SCOPE_DEPTH, flops
+from hloscope.analyses.cost.flops import BREAKDOWNS, DEFAULT_SCOPE_DEPTH, flops
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.reports.flops import flops_report
 

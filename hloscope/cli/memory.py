@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.liveness.spaces import detect_backend
-from hloscope.analyses.memory import DEFAULT_SCOPE_DEPTH, GROUPINGS, memory, xla_figures
+from hloscope.analyses.memory.analysis import DEFAULT_SCOPE_DEPTH, GROUPINGS, memory, xla_figures
+from hloscope.analyses.memory.liveness.spaces import detect_backend
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.reports.memory import memory_report
 from hloscope.reports.output import check_writable
@@ -36,7 +36,7 @@ def command(hlo: HloInput, top: int, by: str, depth: int, plot: Path | None,
     CSV output is the timeline (live bytes at each top-level instruction).
     """
     if plot is not None:
-        from hloscope.reports.plot import check_plot_path
+        from hloscope.reports.renderers.plot import check_plot_path
 
         check_plot_path(plot)
         check_writable(plot, force)
@@ -45,7 +45,7 @@ def command(hlo: HloInput, top: int, by: str, depth: int, plot: Path | None,
     xla = xla_figures(hlo.source, hlo.module, backend)
     result = memory(module, backend=backend, xla=xla, scope_depth=depth)
     if plot is not None:
-        from hloscope.reports.plot import plot_timeline
+        from hloscope.reports.renderers.plot import plot_timeline
 
         plot_timeline(result, plot)
     emit(memory_report(result, by, top, timeline_first=fmt == "csv"), fmt, output, force)

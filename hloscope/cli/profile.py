@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.trace import analyze_trace
+from hloscope.analyses.trace.analysis import analyze_trace
 from hloscope.cli.common import emit
 from hloscope.cli.workload_options import format_option, model_options
 from hloscope.devices import get_device
 from hloscope.parsers.trace import find_dump_folder, load_trace, trace_programs
 from hloscope.reports.trace import trace_report
-from hloscope.workloads.config import TransformerConfig
-from hloscope.workloads.policies import parse_variant
+from hloscope.spec.config import TransformerConfig
+from hloscope.spec.policies import parse_variant
 from hloscope.workloads.profile import ProfileSpec, run_profile
 
 

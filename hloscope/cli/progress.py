@@ -8,7 +8,7 @@ from typing import TextIO
 
 import click
 
-from hloscope.workloads.sweep import TaskOutcome
+from hloscope.sweep.core import TaskOutcome
 
 BAR_WIDTH = 24
 

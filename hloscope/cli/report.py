@@ -34,7 +34,7 @@ def command(inputs: tuple[str, ...], output: Path, force: bool, module: str | No
     comparison and the "fastest that fits" verdict.
     """
     from hloscope.reports.html_inputs import page_for
-    from hloscope.reports.html_page import render_page
+    from hloscope.reports.renderers.html_page import render_page
 
     stdout = str(output) == "-"
     if not stdout:

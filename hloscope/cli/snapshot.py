@@ -5,9 +5,9 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.headline import headline
-from hloscope.analyses.overview import overview
-from hloscope.analyses.snapshot import take_snapshot
+from hloscope.analyses.gate.headline import headline
+from hloscope.analyses.gate.snapshot import take_snapshot
+from hloscope.analyses.summary.overview import overview
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.reports.check import snapshot_report
 

@@ -17,14 +17,14 @@ from hloscope.cli.workload_options import (
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.reports.registry import render
 from hloscope.reports.sweep import sweep_report
+from hloscope.spec.config import TransformerConfig
+from hloscope.spec.policies import parse_variants
+from hloscope.spec.targets import parse_target
+from hloscope.sweep.core import SweepRequest, run_sweep, validate
+from hloscope.sweep.executors import LOCAL_SLOTS, ExecutorSpec
+from hloscope.sweep.grid import Grid
+from hloscope.sweep.scheduler import DEFAULT_RETRIES
 from hloscope.workloads.build import prepare_folder
-from hloscope.workloads.config import TransformerConfig
-from hloscope.workloads.executors import LOCAL_SLOTS, ExecutorSpec
-from hloscope.workloads.grid import Grid
-from hloscope.workloads.policies import parse_variants
-from hloscope.workloads.scheduler import DEFAULT_RETRIES
-from hloscope.workloads.sweep import SweepRequest, run_sweep, validate
-from hloscope.workloads.targets import parse_target
 
 SWEEP_FILE = "sweep.json"
 

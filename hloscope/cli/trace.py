@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from hloscope.analyses.flops import DEFAULT_SCOPE_DEPTH
-from hloscope.analyses.trace import PEAK_DTYPES, TraceResult, analyze_trace
+from hloscope.analyses.cost.flops import DEFAULT_SCOPE_DEPTH
+from hloscope.analyses.trace.analysis import PEAK_DTYPES, TraceResult, analyze_trace
 from hloscope.cli.common import emit, output_options
 from hloscope.devices import Device, get_device
 from hloscope.errors import HloscopeError
@@ -20,7 +20,7 @@ from hloscope.reports.output import check_writable, write_file
 from hloscope.reports.trace import BREAKDOWNS, trace_report
 
 if TYPE_CHECKING:
-    from hloscope.analyses.memory import MemoryResult
+    from hloscope.analyses.memory.analysis import MemoryResult
 
 
 @click.command("trace")
@@ -77,7 +77,7 @@ def _device(trace: Trace, name: str | None) -> Device | None:
 
 def _memory(result: TraceResult, index: ProgramIndex) -> MemoryResult | None:
     """The memory analysis of the analysed program; None when it cannot be had (unscheduled)."""
-    from hloscope.analyses.memory import memory
+    from hloscope.analyses.memory.analysis import memory
 
     program = next(p for p in index.programs if p.name == result.module_name
                    and p.program_id == result.program_id)
@@ -88,7 +88,7 @@ def _memory(result: TraceResult, index: ProgramIndex) -> MemoryResult | None:
 
 
 def _export(result: TraceResult, index: ProgramIndex) -> dict:
-    from hloscope.analyses.trace_export import chrome_trace
+    from hloscope.analyses.trace.export import chrome_trace
 
     analysed = _memory(result, index)
     return chrome_trace(result, analysed.timeline if analysed else None)

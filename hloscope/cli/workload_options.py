@@ -12,12 +12,12 @@ from typing import Any, TypeVar
 import click
 
 from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_names
+from hloscope.spec.config import DTYPES, TransformerConfig
+from hloscope.spec.presets import preset_config, preset_names
+from hloscope.spec.targets import EXAMPLES
+from hloscope.sweep.executors import EXECUTORS, ExecutorSpec
+from hloscope.sweep.grid import Grid, parse_int_list
 from hloscope.workloads.cache import default_cache_dir
-from hloscope.workloads.config import DTYPES, TransformerConfig
-from hloscope.workloads.executors import EXECUTORS, ExecutorSpec
-from hloscope.workloads.grid import Grid, parse_int_list
-from hloscope.workloads.presets import preset_config, preset_names
-from hloscope.workloads.targets import EXAMPLES
 
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
 

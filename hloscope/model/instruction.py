@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import ParseError, SourceLocation
-from hloscope.syntax import attributes as attr
-from hloscope.syntax.scan import blank_block_comments, split_top_level
-from hloscope.syntax.shape_text import TextSyntaxError, parse_shape
+from hloscope.model import attributes as attr
+from hloscope.model.scan import blank_block_comments, split_top_level
+from hloscope.model.shape_text import TextSyntaxError, parse_shape
 
 if TYPE_CHECKING:
     from hloscope.model.shape import Shape

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from hloscope.errors import ParseError
+from hloscope.model import attributes as attr
 from hloscope.model.instruction import Instruction
+from hloscope.model.scan import blank_block_comments, split_top_level
 from hloscope.model.shape import Shape
-from hloscope.syntax import attributes as attr
-from hloscope.syntax.scan import blank_block_comments, split_top_level
-from hloscope.syntax.shape_text import TextSyntaxError, parse_shape, parse_shape_prefix
+from hloscope.model.shape_text import TextSyntaxError, parse_shape, parse_shape_prefix
 
 
 @dataclass(slots=True)

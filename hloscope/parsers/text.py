@@ -23,13 +23,13 @@ from pathlib import PurePath
 from hloscope.errors import ParseError, SourceLocation
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation, HloModule
-from hloscope.syntax.scan import (
+from hloscope.model.scan import (
     bracket_balance,
     find_matching,
     split_top_level,
     strip_line_comment,
 )
-from hloscope.syntax.shape_text import TextSyntaxError, parse_shape, parse_shape_prefix
+from hloscope.model.shape_text import TextSyntaxError, parse_shape, parse_shape_prefix
 
 _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _ARRAY_SHAPE = r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?"
@@ -316,7 +316,7 @@ class TextParser:
         assert match is not None
         key, value = int(match.group(1)), match.group(2)
         tables = module.stack_frames
-        from hloscope.syntax.attributes import key_values, unquote
+        from hloscope.model.attributes import key_values, unquote
 
         try:
             if self.section == "FileNames":

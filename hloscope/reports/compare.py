@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hloscope.analyses.compare import CompareResult, KeyDelta, MetricDelta, PeakPlace
+from hloscope.analyses.gate.compare import CompareResult, KeyDelta, MetricDelta, PeakPlace
 from hloscope.reports.report import Column, Quantity, Report, Table
 
 _METRIC_COLUMNS = [Column("metric", "metric"), Column("a", "A"), Column("b", "B"),

@@ -1,7 +1,7 @@
 """The Report of `hloscope flops`: totals, one breakdown table, and what could not be counted."""
 from __future__ import annotations
 
-from hloscope.analyses.flops import FlopsResult, Row
+from hloscope.analyses.cost.flops import FlopsResult, Row
 from hloscope.reports.report import Column, Quantity, Report, Table
 
 _TITLES = {"opcode": "opcode", "scope": "source scope", "layer": "layer", "phase": "phase"}

@@ -13,12 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hloscope.analyses.overview import ModuleOverview, Verdict, fastest_that_fits, overview
+from hloscope.analyses.summary.overview import ModuleOverview, Verdict, fastest_that_fits, overview
 from hloscope.errors import InputError
 from hloscope.model.module import HloModule
 from hloscope.parsers.load import load_input
-from hloscope.reports.html_figures import flops_svg, overlay_svg
-from hloscope.reports.html_page import Figure, Page, Section
 from hloscope.reports.overview import (
     buffers_report,
     comparison_report,
@@ -26,8 +24,10 @@ from hloscope.reports.overview import (
     summary_report,
     sweep_verdict_report,
 )
-from hloscope.reports.plot import timeline_svg
 from hloscope.reports.remat import remat_report
+from hloscope.reports.renderers.html_figures import flops_svg, overlay_svg
+from hloscope.reports.renderers.html_page import Figure, Page, Section
+from hloscope.reports.renderers.plot import timeline_svg
 
 SWEEP_FILE = "sweep.json"
 DEFAULT_TOP = 15

@@ -1,7 +1,7 @@
 """The Report of `hloscope inspect`."""
 from __future__ import annotations
 
-from hloscope.analyses.inspect import BufferSummary, InspectResult
+from hloscope.analyses.summary.inspect import BufferSummary, InspectResult
 from hloscope.reports.report import Column, Quantity, Report, Table
 
 _BUFFER_COLUMNS = [

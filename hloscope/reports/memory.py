@@ -6,7 +6,7 @@ timeline (live bytes at each top-level instruction); JSON the whole result.
 """
 from __future__ import annotations
 
-from hloscope.analyses.memory import BufferRow, Group, MemoryResult, TimelineStep
+from hloscope.analyses.memory.analysis import BufferRow, Group, MemoryResult, TimelineStep
 from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.units import format_bytes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hloscope.analyses.overview import ModuleOverview, Verdict
+from hloscope.analyses.summary.overview import ModuleOverview, Verdict
 from hloscope.reports.flops import breakdown_table
 from hloscope.reports.memory import group_table, live_table
 from hloscope.reports.report import Column, Quantity, Report, Table

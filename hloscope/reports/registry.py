@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from hloscope.errors import UsageError
-from hloscope.reports import html
-from hloscope.reports.renderers import csv, json, markdown, text
+from hloscope.reports.renderers import csv, html, json, markdown, text
 from hloscope.reports.report import Report
 
 DEFAULT_FORMAT = "text"

@@ -1,7 +1,7 @@
 """The Report of `hloscope remat`: what is recomputed, what it costs, and where."""
 from __future__ import annotations
 
-from hloscope.analyses.remat import RematResult
+from hloscope.analyses.cost.remat import RematResult
 from hloscope.reports.flops import breakdown_table
 from hloscope.reports.report import Quantity, Report
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hloscope.analyses.summary.variant import VariantFigures
 from hloscope.reports.report import Column, Quantity, Report, Table
+from hloscope.sweep.core import SweepResult
 from hloscope.workloads.build import Build
-from hloscope.workloads.figures import VariantFigures
-from hloscope.workloads.sweep import SweepResult
 
 _VARIANT_COLUMNS = [
     Column("variant", "variant"),

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hloscope.analyses.flops import BREAKDOWNS, FlopsResult
-from hloscope.analyses.inspect import InspectResult
-from hloscope.analyses.memory import GROUPINGS, MemoryResult
-from hloscope.analyses.remat import RematResult
+from hloscope.analyses.cost.flops import BREAKDOWNS, FlopsResult
+from hloscope.analyses.cost.remat import RematResult
+from hloscope.analyses.memory.analysis import GROUPINGS, MemoryResult
+from hloscope.analyses.summary.inspect import InspectResult
 from hloscope.reports.flops import breakdown_table
 from hloscope.reports.inspect import inspect_report
 from hloscope.reports.memory import group_table, live_table, timeline_table

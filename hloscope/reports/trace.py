@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from hloscope.analyses.trace import OpRow, TraceResult
+from hloscope.analyses.trace.analysis import OpRow, TraceResult
 from hloscope.reports.report import Column, Quantity, Report, Table
 
 BREAKDOWNS = ("phase", "scope", "layer", "op")

@@ -30,12 +30,12 @@ from typing import Any
 from hloscope import __version__
 from hloscope.errors import InputError, OutputExistsError
 from hloscope.parsers.load import BUILD_DUMP_FOLDER, BUILD_MANIFEST, BUILD_MANIFEST_SCHEMA
+from hloscope.spec.config import TransformerConfig, param_count
+from hloscope.spec.targets import parse_target
 from hloscope.workloads.compiler import package_versions
-from hloscope.workloads.config import TransformerConfig, param_count
 from hloscope.workloads.fingerprint import file_fingerprint
 from hloscope.workloads.results import CompileResult
 from hloscope.workloads.runner import TRANSFORMER_BUILDER, CompileRequest, compile_in_subprocess
-from hloscope.workloads.targets import parse_target
 
 MANIFEST_SCHEMA = BUILD_MANIFEST_SCHEMA
 MODULE_NAME = "jit_train_step"

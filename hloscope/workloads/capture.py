@@ -39,6 +39,7 @@ from typing import Any
 
 from hloscope.errors import UsageError
 from hloscope.model.module import HloModule
+from hloscope.spec.targets import Target, parse_target
 from hloscope.workloads.capture_folder import (
     DUMP,
     LOG,
@@ -47,7 +48,6 @@ from hloscope.workloads.capture_folder import (
     write_capture,
 )
 from hloscope.workloads.results import CompileResult
-from hloscope.workloads.targets import Target, parse_target
 
 CAPTURE_BUILDER = "hloscope.workloads.capture:rebuild"
 FAILED = ("error", "crash", "timeout")
@@ -78,7 +78,7 @@ class Remat:
 
     def __init__(self, policy: str | Callable[..., Any]) -> None:
         if isinstance(policy, str):
-            from hloscope.workloads.config import REMAT_POLICIES
+            from hloscope.spec.config import REMAT_POLICIES
 
             if policy not in REMAT_POLICIES:
                 raise UsageError(f"unknown remat policy {policy!r}; known: "

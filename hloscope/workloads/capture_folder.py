@@ -41,7 +41,7 @@ class CaptureInfo:
     @property
     def device(self) -> str:
         """The target's device name (`v5e`, `h100`, `cpu`)."""
-        from hloscope.workloads.targets import parse_target
+        from hloscope.spec.targets import parse_target
 
         return parse_target(self.target).device_name
 

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hloscope.spec.targets import Target, parse_target, target_environment
 from hloscope.workloads.results import CompileResult
-from hloscope.workloads.targets import Target, parse_target, target_environment
 
 PARENT_PID_ENV = "HLOSCOPE_COMPILE_PARENT"
 _PR_SET_PDEATHSIG = 1
@@ -39,7 +39,7 @@ def run(request: dict[str, Any]) -> CompileResult:
     target = parse_target(request["target"])
     _set_environment(target)
     from hloscope.workloads.compiler import compile_function, package_versions
-    from hloscope.workloads.targets import make_mesh
+    from hloscope.workloads.topology import make_mesh
 
     try:
         mesh = make_mesh(target)

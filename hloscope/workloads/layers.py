@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from jax.ad_checkpoint import checkpoint_name
 
-from hloscope.workloads.config import TransformerConfig
+from hloscope.spec.config import TransformerConfig
 
 Tree = Any
 

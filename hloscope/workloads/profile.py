@@ -26,11 +26,11 @@ from typing import Any
 
 from hloscope import __version__
 from hloscope.errors import HloscopeError
+from hloscope.spec.config import TransformerConfig, param_count
+from hloscope.spec.targets import parse_target
 from hloscope.workloads.build import prepare_folder
 from hloscope.workloads.compiler import package_versions
-from hloscope.workloads.config import TransformerConfig, param_count
 from hloscope.workloads.runner import child_environment, run_child, tail_of_log
-from hloscope.workloads.targets import parse_target
 
 PROFILE_SCHEMA = "hloscope/profile-manifest/v1"
 MANIFEST, TRACE, DUMP, LOG = "profile.json", "trace", "dump", "profile.log"

@@ -21,7 +21,7 @@ import jax
 import ml_dtypes
 import numpy as np
 
-from hloscope.workloads.config import TransformerConfig
+from hloscope.spec.config import TransformerConfig
 from hloscope.workloads.transformer import TrainState, _is_shape, param_shapes, train_step_fn
 
 STEP_NAME = "train"

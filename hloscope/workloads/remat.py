@@ -21,7 +21,7 @@ from typing import Any
 
 import jax
 
-from hloscope.workloads.config import SAVED_NAMES, TransformerConfig
+from hloscope.spec.config import SAVED_NAMES, TransformerConfig
 
 Tree = Any
 BlockFn = Callable[[jax.Array, Tree], jax.Array]

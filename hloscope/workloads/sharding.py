@@ -21,7 +21,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from hloscope.errors import UsageError
-from hloscope.workloads.config import TransformerConfig
+from hloscope.spec.config import TransformerConfig
 
 DATA, TENSOR = "data", "tensor"
 COLUMN_PARALLEL = frozenset({"qkv", "q", "k", "v", "fc", "gate", "up", "unembed"})

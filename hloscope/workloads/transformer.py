@@ -28,8 +28,8 @@ import jax.numpy as jnp
 from jax.sharding import Mesh
 
 from hloscope.errors import UsageError
+from hloscope.spec.config import TransformerConfig
 from hloscope.workloads import sharding
-from hloscope.workloads.config import TransformerConfig
 from hloscope.workloads.layers import block, norm
 from hloscope.workloads.remat import layer_groups, run_layers
 

@@ -1,4 +1,15 @@
-"""Per-instruction costs following XLA's HloCostAnalysis, with loops multiplied out."""
+"""What a program computes: FLOPs, bytes and recomputation, following XLA's HloCostAnalysis.
+
+    analysis.py       per-instruction costs with loops multiplied out (`CostAnalysis`)
+    rules.py          the cost of each opcode; convolution.py, custom_calls.py, fusion.py,
+                      sizes.py, vector.py: the parts those rules share
+    graph.py, loops.py  computations reached from the entry, while-loop trip counts
+    phases.py         forward / backward / recompute / optimizer from the name stack
+    attribution.py    costs charged to scopes, layers and phases
+    flops.py          `flops()`: the breakdowns of `hloscope flops`
+    remat.py          `remat()`: what jax.checkpoint and XLA's remat pass recompute
+    gc_pause.py       the garbage collector paused around large walks
+"""
 from hloscope.analyses.cost.analysis import (
     CostAnalysis,
     CostOptions,

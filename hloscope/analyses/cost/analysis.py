@@ -4,7 +4,7 @@
 cost is inclusive: a fusion, call, async start, loop or conditional costs what it runs, as in
 XLA's HloCostAnalysis, with these differences, each switchable by `CostOptions`:
 
-- a while loop costs body x trip count + condition x (trip count + 1) (see hloscope.analyses.loops);
+- a while loop costs body x trip count + condition x (trip count + 1) (see loops.py);
   XLA counts body + condition once. `trip_counts=False` does the same.
 - custom-calls are estimated (see custom_calls.py); `xla_custom_calls=True` counts them as XLA
   does, -1 FLOP and -1 byte each.
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 from hloscope.analyses.cost.custom_calls import XLA_UNKNOWN, custom_call_cost
 from hloscope.analyses.cost.fusion import fusion_bytes
+from hloscope.analyses.cost.gc_pause import paused_gc
 from hloscope.analyses.cost.graph import ComputationGraph
+from hloscope.analyses.cost.loops import TripCount, trip_count
 from hloscope.analyses.cost.rules import NO_MEMORY, Site, rule_for
 from hloscope.analyses.cost.vector import ZERO, Cost, elementwise_max, total
-from hloscope.analyses.gc_pause import paused_gc
-from hloscope.analyses.loops import TripCount, trip_count
 from hloscope.errors import InputError
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule

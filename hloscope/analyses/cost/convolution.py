@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
+from hloscope.model.attributes import WindowDimension
 from hloscope.model.instruction import Instruction
 from hloscope.model.shape import Shape
-from hloscope.syntax.attributes import WindowDimension
 
 FMA_FLOPS = 2
 

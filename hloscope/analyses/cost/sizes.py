@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from hloscope.model.shape import Shape
-from hloscope.syntax.shape_text import parse_shape
+from hloscope.model.shape_text import parse_shape
 
 POINTER_BYTES = 8
 

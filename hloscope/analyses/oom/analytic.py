@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from hloscope.workloads.config import TransformerConfig
+from hloscope.spec.config import TransformerConfig
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 ZERO_TEXTBOOK_BYTES_PER_PARAM = 16  # Rajbhandari et al.: fp16 params + grads, fp32 Adam states

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from hloscope.analyses.memory import BufferRow
+from hloscope.analyses.memory.analysis import BufferRow
 
 WEIGHTS = "weights"
 OPTIMIZER_STATE = "optimizer state"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hloscope.analyses.flops import flops
-from hloscope.analyses.memory import MemoryResult, TimelineStep, memory, xla_figures
+from hloscope.analyses.cost.flops import flops
+from hloscope.analyses.memory.analysis import MemoryResult, TimelineStep, memory, xla_figures
 from hloscope.analyses.oom.analytic import AnalyticView, analytic_view, local_batch
 from hloscope.analyses.oom.capacity import Capacity
 from hloscope.analyses.oom.categories import SAVED_ACTIVATIONS, CategoryBytes, breakdown
@@ -30,7 +30,7 @@ from hloscope.analyses.oom.remedies import (
 from hloscope.analyses.oom.sharding import ShardingFindings, sharding_findings
 from hloscope.frames import DataFrames
 from hloscope.parsers.compile_log import CompileLog
-from hloscope.workloads.config import TransformerConfig, param_count
+from hloscope.spec.config import TransformerConfig, param_count
 
 AROUND_STEPS = 3
 
@@ -100,7 +100,7 @@ class OomDiagnosis(DataFrames):
 
 def diagnose(inputs: OomInputs, capacity: Capacity | None,
              sweep_rows: list[dict] | None = None, top: int = 10) -> OomDiagnosis:
-    from hloscope.analyses.liveness.spaces import detect_backend
+    from hloscope.analyses.memory.liveness.spaces import detect_backend
 
     module = inputs.module
     backend = detect_backend(module)

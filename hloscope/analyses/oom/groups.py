@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from hloscope.analyses.memory import BufferRow
+from hloscope.analyses.memory.analysis import BufferRow
 from hloscope.analyses.oom.categories import oom_category
 from hloscope.model.module import HloModule
-from hloscope.syntax.shape_text import parse_shape
+from hloscope.model.shape_text import parse_shape
 from hloscope.units import format_bytes
 
 

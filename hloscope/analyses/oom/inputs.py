@@ -15,7 +15,7 @@ from hloscope.model.module import HloModule
 from hloscope.parsers.compile_log import CompileLog, parse_compile_log, read_compile_log
 from hloscope.parsers.load import BUILD_MANIFEST as MANIFEST
 from hloscope.parsers.load import load_input
-from hloscope.workloads.config import TransformerConfig
+from hloscope.spec.config import TransformerConfig
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,8 @@ def read_inputs(source: str, module_name: str | None, log_path: Path | None) -> 
 
 
 def _build_inputs(folder: Path, module_name: str | None, log_path: Path | None) -> OomInputs:
+    from hloscope.spec.targets import parse_target
     from hloscope.workloads.build import DUMP, LOG, load_build
-    from hloscope.workloads.targets import parse_target
 
     build = load_build(folder)
     dump = folder / DUMP

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from hloscope.analyses.liveness.categories import argument_category, argument_path
-from hloscope.analyses.memory import BufferRow
+from hloscope.analyses.memory.analysis import BufferRow
+from hloscope.analyses.memory.liveness.categories import argument_category, argument_path
 from hloscope.analyses.oom.categories import oom_category
 from hloscope.model.module import HloModule
 

@@ -1,0 +1,260 @@
+"""`flops`: a module's FLOPs, transcendentals and bytes, by opcode, scope, layer and phase.
+
+Totals come from hloscope.analyses.cost (XLA's HloCostAnalysis rules, loops multiplied by their
+trip counts); breakdowns from hloscope.analyses.cost.attribution (each FLOP charged to the
+instruction that does it). Every breakdown's rows add up to the totals, column by column.
+
+Scopes are shown below the prefix every costed op shares (typically the jitted function's name);
+`scope_prefix` names it. Instructions that cost nothing (parameters, tuples, ...) are left out.
+
+Layers: an op whose name stack names a numbered layer (`layer_3`) is charged to it; any other op
+inside a while loop is charged to the loop: a scanned stack of layers is one loop, whose
+per-iteration figures are one layer's. The rest is "(outside layers)".
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+
+from hloscope.analyses.cost import Cost, CostAnalysis, CostOptions
+from hloscope.analyses.cost.attribution import Charge, charges
+from hloscope.analyses.cost.gc_pause import paused_gc
+from hloscope.analyses.cost.phases import PHASE_ORDER, layer_number, scope_path
+from hloscope.analyses.cost.vector import ZERO
+from hloscope.frames import DataFrames
+from hloscope.model.module import HloModule
+
+BREAKDOWNS = ("opcode", "scope", "layer", "phase")
+OUTSIDE_LAYERS = "(outside layers)"
+DEFAULT_SCOPE_DEPTH = 3
+
+
+@dataclass(slots=True)
+class Row:
+    """One group of a breakdown; `instructions` counts the distinct instructions charged."""
+
+    key: str
+    flops: int = 0
+    transcendentals: int = 0
+    bytes_accessed: int = 0
+    collective_bytes: int = 0
+    instructions: int = 0
+    iterations: int = 1  # layers: loop iterations the row's figures add up (1 elsewhere)
+
+    @property
+    def flops_per_iteration(self) -> int:
+        return self.flops // max(self.iterations, 1)
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "flops": self.flops, "transcendentals": self.transcendentals,
+                "bytes_accessed": self.bytes_accessed,
+                "collective_bytes": self.collective_bytes, "instructions": self.instructions,
+                "iterations": self.iterations,
+                "flops_per_iteration": self.flops_per_iteration}
+
+
+@dataclass(frozen=True, slots=True)
+class LoopInfo:
+    computation: str
+    instruction: str
+    trip_count: int
+    source: str  # backend_config, inferred or unknown
+
+
+@dataclass(frozen=True, slots=True)
+class CustomCallInfo:
+    target: str
+    count: int
+    instructions: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class FlopsResult(DataFrames):
+    module_name: str
+    source: str
+    partitions: int  # SPMD partitions x replicas: the figures are one device's
+    total: Cost
+    trip_counts_applied: bool
+    scope_depth: int
+    scope_prefix: str
+    breakdowns: dict[str, list[Row]]
+    loops: list[LoopInfo] = field(default_factory=list)
+    unattributed: list[CustomCallInfo] = field(default_factory=list)
+    unknown_opcodes: list[str] = field(default_factory=list)
+
+    @property
+    def unknown_loops(self) -> list[LoopInfo]:
+        return [loop for loop in self.loops if loop.source == "unknown"]
+
+    def rows(self, by: str) -> list[Row]:
+        return self.breakdowns[by]
+
+    def to_dict(self) -> dict:
+        return {
+            "module": self.module_name,
+            "source": self.source,
+            "partitions": self.partitions,
+            "total_flops": self.total.flops,
+            "total_transcendentals": self.total.transcendentals,
+            "total_bytes_accessed": self.total.bytes_accessed,
+            "total_collective_bytes": self.total.collective_bytes,
+            "trip_counts_applied": self.trip_counts_applied,
+            "scope_depth": self.scope_depth,
+            "scope_prefix": self.scope_prefix,
+            **{f"by_{by}": [row.to_dict() for row in rows]
+               for by, rows in self.breakdowns.items()},
+            "loops": [asdict(loop) for loop in self.loops],
+            "unattributed_custom_calls": [asdict(call) for call in self.unattributed],
+            "unknown_opcodes": self.unknown_opcodes,
+        }
+
+
+def flops(module_or_analysis: HloModule | CostAnalysis,
+          scope_depth: int = DEFAULT_SCOPE_DEPTH, options: CostOptions | None = None,
+          charged: list[Charge] | None = None) -> FlopsResult:
+    """Analyses a module (or reuses a CostAnalysis and its charges) into totals and the four
+    breakdowns. `options` apply when a module is given (CostOptions.like_xla() reproduces XLA's
+    totals)."""
+    with paused_gc():
+        analysis = cost_analysis(module_or_analysis, options)
+        if charged is None:
+            charged = costed_charges(analysis)
+        return _result(analysis, charged, scope_depth)
+
+
+def _result(analysis: CostAnalysis, charged: list[Charge], scope_depth: int) -> FlopsResult:
+    prefix = common_scope_prefix(charged)
+    module = analysis.module
+    return FlopsResult(
+        module_name=module.name,
+        source=module.source,
+        partitions=module.num_partitions * module.replica_count,
+        total=analysis.total,
+        trip_counts_applied=analysis.options.trip_counts,
+        scope_depth=scope_depth,
+        scope_prefix="/".join(prefix),
+        breakdowns=breakdowns(charged, scope_depth, prefix),
+        loops=_loops(analysis),
+        unattributed=_custom_calls(analysis),
+        unknown_opcodes=sorted(analysis.unknown_opcodes),
+    )
+
+
+def cost_analysis(module_or_analysis: HloModule | CostAnalysis,
+                  options: CostOptions | None = None) -> CostAnalysis:
+    if isinstance(module_or_analysis, CostAnalysis):
+        return module_or_analysis
+    return CostAnalysis(module_or_analysis, options or CostOptions())
+
+
+def costed_charges(analysis: CostAnalysis) -> list[Charge]:
+    """The charges of a module that cost something (parameters, tuples, ... are left out)."""
+    return [c for c in charges(analysis) if c.cost != ZERO]
+
+
+def breakdowns(charged: list[Charge], scope_depth: int,
+               prefix: tuple[str, ...] = ()) -> dict[str, list[Row]]:
+    scopes: dict[str, str] = {}
+
+    def scope_of(charge: Charge) -> str:
+        found = scopes.get(charge.op_name)
+        if found is None:
+            found = scopes[charge.op_name] = scope_key(charge.op_name, scope_depth, prefix)
+        return found
+
+    return {
+        "opcode": _sorted_by_flops(group(charged, lambda c: c.opcode)),
+        "scope": _sorted_by_flops(group(charged, scope_of)),
+        "layer": layer_rows(charged),
+        "phase": _phase_rows(charged),
+    }
+
+
+def scope_key(op_name: str, depth: int, prefix: tuple[str, ...] = ()) -> str:
+    """The first `depth` components of the op_name's scope below `prefix`."""
+    path = scope_path(op_name)
+    if prefix and path[: len(prefix)] == prefix and len(path) > len(prefix):
+        path = path[len(prefix):]
+    return "/".join(path[: max(depth, 1)])
+
+
+def common_scope_prefix(charged: list[Charge]) -> tuple[str, ...]:
+    """The scope components every named charge shares (typically the jitted function's name)."""
+    prefix: tuple[str, ...] | None = None
+    for op_name in {c.op_name for c in charged if c.op_name}:
+        path = scope_path(op_name)
+        if prefix is None:
+            prefix = path
+            continue
+        common = 0
+        while common < min(len(prefix), len(path)) and prefix[common] == path[common]:
+            common += 1
+        prefix = prefix[:common]
+        if not prefix:
+            break
+    return prefix or ()
+
+
+def group(charged: Iterable[Charge], key_of: Callable[[Charge], str]) -> dict[str, Row]:
+    sums: dict[str, list[int]] = {}
+    seen: dict[str, set[int]] = {}
+    for charge in charged:
+        key = key_of(charge)
+        entry = sums.get(key)
+        if entry is None:
+            entry = sums[key] = [0, 0, 0, 0]
+            seen[key] = set()
+        cost = charge.cost
+        entry[0] += cost.flops
+        entry[1] += cost.transcendentals
+        entry[2] += cost.bytes_accessed
+        entry[3] += cost.collective_bytes
+        seen[key].add(id(charge.instruction))
+    return {key: Row(key, *entry, instructions=len(seen[key])) for key, entry in sums.items()}
+
+
+def _sorted_by_flops(rows: dict[str, Row]) -> list[Row]:
+    return sorted(rows.values(), key=lambda r: (-r.flops, -r.bytes_accessed, r.key))
+
+
+def layer_key(charge: Charge) -> str:
+    layer = charge.layer
+    if layer is not None:
+        return layer
+    if charge.loop is not None:
+        return f"{charge.loop.instruction} (loop body)"
+    return OUTSIDE_LAYERS
+
+
+def layer_rows(charged: list[Charge]) -> list[Row]:
+    """Named layers in numeric order, then loops (figures over all iterations), then the rest."""
+    rows = group(charged, layer_key)
+    iterations = {layer_key(c): c.loop.iterations for c in charged
+                  if c.loop is not None and c.layer is None}
+    for key, count in iterations.items():
+        rows[key].iterations = count
+    named = sorted((r for r in rows.values() if r.key not in iterations
+                    and r.key != OUTSIDE_LAYERS), key=lambda r: (layer_number(r.key), r.key))
+    loops = sorted((rows[k] for k in iterations), key=lambda r: r.key)
+    outside = [rows[OUTSIDE_LAYERS]] if OUTSIDE_LAYERS in rows else []
+    return named + loops + outside
+
+
+def _phase_rows(charged: list[Charge]) -> list[Row]:
+    rows = group(charged, lambda c: c.phase.value)
+    return [rows[p.value] for p in PHASE_ORDER if p.value in rows]
+
+
+def _loops(analysis: CostAnalysis) -> list[LoopInfo]:
+    found = []
+    for (computation, name), trip in analysis.trip_counts().items():
+        found.append(LoopInfo(computation, name, trip.count, trip.source))
+    return found
+
+
+def _custom_calls(analysis: CostAnalysis) -> list[CustomCallInfo]:
+    by_target: dict[str, list[str]] = {}
+    for call in analysis.unattributed:
+        by_target.setdefault(call.target, []).append(call.instruction)
+    return [CustomCallInfo(target, len(names), tuple(names))
+            for target, names in sorted(by_target.items(), key=lambda kv: -len(kv[1]))]

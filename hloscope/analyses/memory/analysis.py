@@ -1,0 +1,374 @@
+"""`memory`: the live peak of a scheduled module, the buffers live at it, and a timeline.
+
+Two figures are never confused:
+
+- the **live peak** (this analysis, from the HLO text alone): the most bytes of logical buffers
+  live at once, with XLA's live ranges (`liveness/`) and unpadded sizes (ShapeUtil::ByteSizeOf;
+  a tuple is its pointer table). `peak_bytes` counts the memory spaces that live in device
+  memory; every space also has its own peak, and `padded_peak_bytes` rounds tiled shapes up.
+  `xla_moment_time` / `xla_moment_bytes` reproduce what XLA's live-range dump
+  (`*-live-range.txt`) reports as its peak; XLA's choice of moment can miss the maximum
+  (`liveness/peak.py`), so they can be below `peak_bytes`.
+- the **allocation**: what XLA's buffer assignment reserves (arguments + temporaries + outputs
+  - aliased, with packing and fragmentation), which decides an OOM. Only XLA's own data gives it:
+  pass it in `xla` (read from a dump folder's buffer-assignment or memory-usage report).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from hloscope.analyses.cost.gc_pause import paused_gc
+from hloscope.analyses.cost.phases import scope_path
+from hloscope.analyses.memory.liveness import Liveness, analyze_liveness
+from hloscope.analyses.memory.liveness.categories import CATEGORY_ORDER, Classifier, path_components
+from hloscope.analyses.memory.liveness.peak import (
+    added,
+    live_at,
+    peak_time,
+    space_timelines,
+    xla_moment,
+)
+from hloscope.analyses.memory.liveness.spaces import detect_backend, is_device_space, space_info
+from hloscope.analyses.memory.liveness.timeline import Step, timeline
+from hloscope.analyses.memory.liveness.values import Value
+from hloscope.frames import DataFrames
+from hloscope.model.instruction import Instruction
+from hloscope.model.module import HloModule
+
+GROUPINGS = ("category", "scope", "layer", "phase")
+DEFAULT_SCOPE_DEPTH = 2
+NO_LAYER = "(no layer)"
+BASIS = "live peak from the HLO text (logical buffers live at once; not XLA's allocation)"
+
+
+@dataclass(frozen=True, slots=True)
+class BufferRow:
+    """One logical buffer live at the peak."""
+
+    name: str
+    instruction: str
+    index: str
+    shape: str
+    bytes: int
+    padded_bytes: int
+    memory_space: int
+    category: str
+    phase: str
+    op_name: str
+    source: str
+    scope: str
+    layer: str | None
+    start: int
+    end: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SpacePeak:
+    """The live peak of one memory space `S(n)`."""
+
+    memory_space: int
+    name: str
+    location: str
+    peak_bytes: int
+    padded_peak_bytes: int
+    peak_time: int
+    peak_instruction: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineStep:
+    """Live device bytes while one top-level instruction runs (a loop: its inner peak too)."""
+
+    step: int
+    time: int
+    instruction: str
+    opcode: str
+    phase: str
+    live_bytes: int
+    inner_peak_bytes: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class XlaFigures:
+    """XLA's own memory figures for the module, when its dump or proto gave them."""
+
+    live_peak_bytes: int | None = None
+    live_peak_time: int | None = None
+    allocation_bytes: int | None = None
+    allocation_by_space: dict[int, int] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["allocation_by_space"] = {str(k): v for k, v in self.allocation_by_space.items()}
+        data["sources"] = list(self.sources)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    key: str
+    bytes: int
+    padded_bytes: int
+    buffers: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class MemoryResult(DataFrames):
+    module_name: str
+    source: str
+    backend: str
+    peak_bytes: int
+    padded_peak_bytes: int
+    peak_time: int
+    peak_instruction: str
+    peak_op_name: str
+    peak_phase: str
+    xla_moment_time: int
+    xla_moment_bytes: int
+    all_spaces_peak_bytes: int
+    buffer_count: int
+    live_at_peak: list[BufferRow]
+    spaces: list[SpacePeak]
+    timeline: list[TimelineStep]
+    scope_depth: int = DEFAULT_SCOPE_DEPTH
+    scope_prefix: str = ""
+    xla: XlaFigures | None = None
+    basis: str = BASIS
+
+    def groups(self, by: str) -> list[Group]:
+        """The live set at the peak grouped by category, scope, layer or phase, largest first."""
+        if by not in GROUPINGS:
+            raise ValueError(f"unknown grouping {by!r}; choose one of {', '.join(GROUPINGS)}")
+        totals: dict[str, list[int]] = {}
+        for row in self.live_at_peak:
+            key = _group_key(row, by)
+            entry = totals.setdefault(key, [0, 0, 0])
+            entry[0] += row.bytes
+            entry[1] += row.padded_bytes
+            entry[2] += 1
+        groups = [Group(key, *values) for key, values in totals.items()]
+        if by == "category":
+            order = {c.value: n for n, c in enumerate(CATEGORY_ORDER)}
+            return sorted(groups, key=lambda g: (order.get(g.key, len(order)), g.key))
+        return sorted(groups, key=lambda g: (-g.bytes, g.key))
+
+    @property
+    def by_category(self) -> dict[str, int]:
+        return {g.key: g.bytes for g in self.groups("category")}
+
+    def to_dict(self) -> dict:
+        data = {
+            "module_name": self.module_name, "source": self.source, "backend": self.backend,
+            "basis": self.basis, "peak_bytes": self.peak_bytes,
+            "padded_peak_bytes": self.padded_peak_bytes, "peak_time": self.peak_time,
+            "peak_instruction": self.peak_instruction, "peak_op_name": self.peak_op_name,
+            "peak_phase": self.peak_phase, "xla_moment_time": self.xla_moment_time,
+            "xla_moment_bytes": self.xla_moment_bytes,
+            "all_spaces_peak_bytes": self.all_spaces_peak_bytes,
+            "buffer_count": self.buffer_count, "scope_depth": self.scope_depth,
+            "scope_prefix": self.scope_prefix,
+            "by_category": self.by_category,
+            "groups": {by: [g.to_dict() for g in self.groups(by)] for by in GROUPINGS},
+            "spaces": [s.to_dict() for s in self.spaces],
+            "live_at_peak": [row.to_dict() for row in self.live_at_peak],
+            "timeline": [step.to_dict() for step in self.timeline],
+        }
+        if self.xla is not None:
+            data["xla"] = self.xla.to_dict()
+            data["allocation_bytes"] = self.xla.allocation_bytes
+            data["xla_peak_bytes"] = self.xla.live_peak_bytes
+        return data
+
+
+def _group_key(row: BufferRow, by: str) -> str:
+    if by == "layer":
+        return row.layer or NO_LAYER
+    return getattr(row, by)
+
+
+def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None = None,
+           scope_depth: int = DEFAULT_SCOPE_DEPTH, root: str | None = None) -> MemoryResult:
+    """The live peak of `module` (scheduled; NotScheduledError otherwise) and its buffers;
+    `root` analyses another top-level computation than the entry as a program."""
+    with paused_gc():
+        liveness = analyze_liveness(module, root)
+        return _Builder(module, liveness, backend or detect_backend(module), scope_depth) \
+            .result(xla)
+
+
+def xla_figures(source: str | Path, module_name: str | None, backend: str) -> XlaFigures | None:
+    """XLA's live-range peak and allocation for the module `source` names (a dump folder or one
+    of its files), from the dumps beside it; None when there are none (HLO text alone)."""
+    from hloscope.parsers.xla_memory import (
+        find_memory_artifacts,
+        memory_analysis_figures,
+        space_allocations,
+    )
+
+    artifacts = find_memory_artifacts(source, module_name)
+    live_range = artifacts.read_live_range()
+    assignment = artifacts.read_buffer_assignment()
+    if live_range is None and assignment is None:
+        return None
+    sources = tuple(str(p) for p in (artifacts.live_range, artifacts.buffer_assignment) if p)
+    figures = XlaFigures(sources=sources)
+    if live_range is not None and live_range.peak_time is not None:
+        figures = replace(figures, live_peak_bytes=live_range.peak_bytes,
+                          live_peak_time=live_range.peak_time)
+    if assignment is not None:
+        figures = replace(
+            figures,
+            allocation_bytes=memory_analysis_figures(assignment, backend).allocated_bytes,
+            allocation_by_space={s.color: s.allocated_bytes
+                                 for s in space_allocations(assignment)})
+    return figures
+
+
+def live_peak_bytes(module: HloModule) -> tuple[int | None, str]:
+    """(device live peak, "") for a scheduled module; (None, the reason) otherwise — for
+    commands that show memory as one column among others (inspect, compare)."""
+    if not module.is_scheduled:
+        return None, "n/a: module not scheduled (pass the after-optimizations dump)"
+    with paused_gc():
+        liveness = analyze_liveness(module)
+        backend = detect_backend(module)
+        timelines = space_timelines(liveness)
+        device = [t for n, t in timelines.items() if is_device_space(backend, n)]
+        return max(added(device, liveness.program.end_time + 1), default=0), ""
+
+
+class _Builder:
+    def __init__(self, module: HloModule, liveness: Liveness, backend: str,
+                 scope_depth: int) -> None:
+        self.module = module
+        self.liveness = liveness
+        self.backend = backend
+        self.scope_depth = scope_depth
+        self.classifier = Classifier(liveness)
+        self.scope_prefix = _common_prefix(scope_path(n) for n in self.classifier.op_names.values()
+                                           if n)
+
+    def on_device(self, value: Value) -> bool:
+        return is_device_space(self.backend, value.memory_space)
+
+    def result(self, xla: XlaFigures | None) -> MemoryResult:
+        liveness, program = self.liveness, self.liveness.program
+        length = program.end_time + 1
+        timelines = space_timelines(liveness)
+        live = added((t for n, t in timelines.items() if is_device_space(self.backend, n)),
+                     length)
+        moment = peak_time(live)
+        peak_values = live_at(liveness, moment, keep=self.on_device)
+        instruction = program.sequence[moment] if moment < len(program.sequence) else None
+        xla_time = xla_moment(liveness)
+        return MemoryResult(
+            module_name=self.module.name, source=self.module.source, backend=self.backend,
+            peak_bytes=sum(v.bytes for v in peak_values),
+            padded_peak_bytes=sum(v.padded_bytes for v in peak_values),
+            peak_time=moment,
+            peak_instruction=instruction.name if instruction else "(program end)",
+            peak_op_name=self.classifier.op_name(instruction) if instruction else "",
+            peak_phase=self.classifier.phase(instruction).value if instruction else "",
+            xla_moment_time=xla_time,
+            xla_moment_bytes=sum(v.bytes for v in live_at(liveness, xla_time, per_buffer=False)),
+            all_spaces_peak_bytes=max(added(timelines.values(), length), default=0),
+            buffer_count=len(liveness.ranges),
+            live_at_peak=sorted((self.row(v) for v in peak_values),
+                                key=lambda r: (-r.bytes, r.name)),
+            spaces=[self._space(n, t) for n, t in timelines.items()],
+            timeline=self.timeline(live), scope_depth=self.scope_depth,
+            scope_prefix="/".join(self.scope_prefix), xla=xla)
+
+    def row(self, value: Value) -> BufferRow:
+        instruction = value.instruction
+        file_name, line = source_location(self.module, self.classifier.namer(instruction))
+        start, end = self.liveness.ranges[value.id]
+        return BufferRow(
+            name=value.name, instruction=instruction.name,
+            index="{" + ",".join(map(str, value.index)) + "}", shape=str(value.shape),
+            bytes=value.bytes, padded_bytes=value.padded_bytes,
+            memory_space=value.memory_space, category=self.classifier.category(value).value,
+            phase=self.classifier.phase(instruction).value,
+            op_name=self.classifier.op_name(instruction),
+            source=f"{file_name}:{line}" if file_name else "", scope=self.scope(value),
+            layer=self.classifier.layer(value), start=start, end=end)
+
+    def scope(self, value: Value) -> str:
+        argument = self.classifier.argument(value)
+        if argument is not None:
+            return "/".join(path_components(self.classifier.argument_path(argument))
+                            [:self.scope_depth])
+        path = scope_path(self.classifier.op_name(value.instruction))
+        if path[:len(self.scope_prefix)] == self.scope_prefix and len(path) > len(
+                self.scope_prefix):
+            path = path[len(self.scope_prefix):]
+        return "/".join(path[:self.scope_depth])
+
+    def _space(self, number: int, live: list[int]) -> SpacePeak:
+        moment = peak_time(live)
+        values = live_at(self.liveness, moment, keep=lambda v: v.memory_space == number)
+        info = space_info(self.backend, number)
+        sequence = self.liveness.program.sequence
+        return SpacePeak(
+            memory_space=number, name=info.name, location=info.location.value,
+            peak_bytes=live[moment], padded_peak_bytes=sum(v.padded_bytes for v in values),
+            peak_time=moment,
+            peak_instruction=sequence[moment].name if moment < len(sequence) else "")
+
+    def timeline(self, live: list[int]) -> list[TimelineStep]:
+        return [self._step(step) for step in timeline(self.liveness.program, live)]
+
+    def _step(self, step: Step) -> TimelineStep:
+        return TimelineStep(step=step.step, time=step.time, instruction=step.instruction.name,
+                            opcode=step.instruction.opcode,
+                            phase=self.classifier.phase(step.instruction).value,
+                            live_bytes=step.live_bytes, inner_peak_bytes=step.inner_peak_bytes)
+
+
+_SOURCE_FILE = re.compile(r'\bsource_file="([^"\\]*)"')
+_SOURCE_LINE = re.compile(r"\bsource_line=(\d+)")
+_STACK_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
+
+
+def source_location(module: HloModule, instruction: Instruction) -> tuple[str, int]:
+    """module.source_location(instruction), read with three searches instead of a full parse of
+    the instruction's attributes (it runs for every buffer shown)."""
+    text = instruction.text
+    if "metadata=" not in text:
+        return "", 0
+    source_file = _SOURCE_FILE.search(text, instruction.operands_end)
+    if source_file is not None:
+        line = _SOURCE_LINE.search(text, instruction.operands_end)
+        return source_file.group(1), int(line.group(1)) if line else 0
+    frame_id = _STACK_FRAME.search(text, instruction.operands_end)
+    frame = module.stack_frames.frame(int(frame_id.group(1))) if frame_id else None
+    return (frame.file_name, frame.line) if frame else ("", 0)
+
+
+def _common_prefix(paths: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
+    """The scope components every op shares (typically the jitted function's name)."""
+    prefix: tuple[str, ...] | None = None
+    for path in paths:
+        if prefix is None:
+            prefix = path
+        while prefix and path[:len(prefix)] != prefix:
+            prefix = prefix[:-1]
+        if not prefix:
+            break
+    return prefix or ()

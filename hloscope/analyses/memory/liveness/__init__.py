@@ -1,0 +1,74 @@
+"""hloscope's own liveness analysis of a scheduled HLO module, matching XLA's live-range dump.
+
+XLA's buffer assignment writes `*-live-range.txt`: every logical buffer's live range over a
+flattened schedule and the set live at the peak. This package computes the same from the HLO
+text alone, in the same steps as XLA:
+
+    program.py    the flattened schedule (HloLiveRange::FlattenSchedule)
+    dataflow.py   the values each instruction holds (HloDataflowAnalysis, SSA form)
+    phis.py       phi simplification (PhiGraph::Optimize)
+    positions.py  positions and uses of each value (HloValue)
+    inplace.py    in-place operand/output pairs (AliasInfo)
+    aliasing.py   values that share a buffer (HloAliasAnalysis)
+    ranges.py     live ranges, made disjoint within a buffer (HloLiveRange)
+    peak.py       the peak moment, the live set at it, per memory space, and the timeline
+    categories.py what each buffer is: parameter, optimizer state, activation, gradient, ...
+
+The live peak is the sum of logical buffers live at once. It is not what XLA allocates: the
+allocation packs buffers into a heap with fragmentation and reuse (see `hloscope memory`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hloscope.analyses.memory.liveness.aliasing import UnionFind, alias_buffers
+from hloscope.analyses.memory.liveness.dataflow import Dataflow
+from hloscope.analyses.memory.liveness.positions import settle
+from hloscope.analyses.memory.liveness.program import FlatProgram, flatten
+from hloscope.analyses.memory.liveness.ranges import live_ranges
+from hloscope.analyses.memory.liveness.values import Index, Value, subtree, top_value
+from hloscope.errors import NotScheduledError
+from hloscope.model.instruction import Instruction
+from hloscope.model.module import HloModule
+
+
+@dataclass(slots=True)
+class Liveness:
+    """The values of a program with their live ranges (inclusive logical times)."""
+
+    program: FlatProgram
+    values: list[Value]
+    ranges: dict[int, tuple[int, int]]
+    buffers: UnionFind
+    _live: list[Value] | None = None
+
+    def live_values(self) -> list[Value]:
+        """Values with a live range, in id order (XLA's order of values)."""
+        if self._live is None:
+            self._live = [v for v in self.values if v.id in self.ranges]
+        return self._live
+
+
+def require_scheduled(module: HloModule) -> None:
+    if not module.is_scheduled:
+        raise NotScheduledError(
+            f"{module.source}: module {module.name} is not scheduled (no is_scheduled=true), so "
+            "its buffers' lifetimes are unknown; pass the after-optimizations dump "
+            "(*after_optimizations.txt) rather than the before-optimizations one")
+
+
+def analyze_liveness(module: HloModule, root: str | None = None) -> Liveness:
+    """Live ranges of every logical buffer of `root` (default: the entry) and what it runs."""
+    require_scheduled(module)
+    program = flatten(module, root)
+    dataflow = Dataflow(program).run()
+    values, phis = settle(dataflow)
+
+    def value_at(instruction: Instruction, index: Index) -> Value:
+        return phis.resolve(top_value(subtree(dataflow.trees[instruction], index)))
+
+    buffers = alias_buffers(program, values, value_at)
+    return Liveness(program, values, live_ranges(program, values, buffers), buffers)
+
+
+__all__ = ["Liveness", "Value", "analyze_liveness", "require_scheduled"]

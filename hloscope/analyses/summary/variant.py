@@ -1,0 +1,232 @@
+"""The figures a sweep ranks a build by: fit, memory, FLOPs, recompute and a step estimate (no jax).
+
+Sources, each independent of the others:
+
+- **fit**: on TPU, libtpu's own verdict (the compile succeeds or fails with RESOURCE_EXHAUSTED);
+  on GPU, where compiles never fail for memory, the allocation (memory_analysis: arguments +
+  outputs + temporaries - aliased) against the device's budget (`devices.memory_budget`: JAX's
+  default 75% of the memory CUDA reports); on CPU there is no capacity, so fit is unknown.
+- **memory**: the device total of XLA's memory-usage report (the default memory space: HBM on
+  TPU and GPU), which is the figure libtpu's OOM message compares with the usable HBM and on GPU
+  equals the allocation; without the report, memory_analysis's allocation (arguments + outputs +
+  temporaries - aliased; on TPU it overcounts, temporaries reuse donated arguments) or the OOM
+  message's figure (`required_source` says which). The live peak (hloscope.analyses.memory.analysis:
+  logical buffers live at once, from the HLO text) is a different figure, kept apart.
+  `predicted_fits` compares the memory with the device table's capacity: on TPU a check of
+  libtpu's verdict; `live_peak_fits` does the same with the live peak.
+- **FLOPs, bytes, collective bytes, recompute**: hloscope's own analyses of the optimized HLO
+  (hloscope.analyses.cost.flops / remat, loop trip counts applied); loops whose trip count could
+  not be established count once and make the FLOPs a lower bound (`unknown_loops`).
+- **host offload**: hloscope.analyses.memory.host_offload (bytes moved to and from S(5)).
+- **step time**: hloscope.analyses.roofline from the device facts.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hloscope.analyses.roofline import StepEstimate, estimate_step
+from hloscope.devices import memory_budget
+from hloscope.errors import HloscopeError
+from hloscope.model.module import HloModule
+from hloscope.spec.targets import parse_target
+from hloscope.workloads.build import DUMP, LOG, Build
+
+GPU_REMAT_WARNING = "Can't reduce memory use below"
+
+
+@dataclass(frozen=True)
+class HloFigures:
+    """What hloscope's analyses say about an optimized program (per device, per step)."""
+
+    total_flops: int
+    bytes_accessed: int
+    collective_bytes: int
+    forward_flops: int
+    recompute_flops: int
+    recompute_overhead: float
+    to_host_bytes: int
+    from_host_bytes: int
+    unknown_loops: int
+    parameter_bytes: int
+    live_peak_bytes: int | None  # hloscope.analyses.memory.analysis: logical buffers live at once
+
+
+@dataclass(frozen=True)
+class VariantFigures:
+    """One row of a sweep."""
+
+    variant: str
+    status: str
+    batch: int
+    tokens: int
+    fits: bool | None
+    fit_source: str | None
+    capacity_bytes: int | None
+    required_bytes: int | None
+    required_source: str | None
+    host_temp_bytes: int | None
+    compile_seconds: float | None
+    xla_flops: float | None  # cost_analysis(): loop bodies once
+    hlo: HloFigures | None
+    step: StepEstimate | None
+    fingerprint: str | None
+    error: str | None
+    gpu_remat_warning: bool = False
+    analysis_error: str | None = None  # hloscope could not analyse the optimized HLO
+
+    @property
+    def predicted_fits(self) -> bool | None:
+        """The fit hloscope predicts from the dump and the device table: the device memory the
+        buffer assignment needs within `capacity_bytes` (on TPU, a check of libtpu's verdict)."""
+        return _within(self.required_bytes, self.capacity_bytes)
+
+    @property
+    def live_peak_fits(self) -> bool | None:
+        """Whether the live peak (logical buffers live at once) is within capacity."""
+        return _within(None if self.hlo is None else self.hlo.live_peak_bytes,
+                       self.capacity_bytes)
+
+    @property
+    def flops_complete(self) -> bool:
+        """False when a loop's trip count is unknown (its body counted once)."""
+        return self.hlo is not None and self.hlo.unknown_loops == 0
+
+    @property
+    def step_seconds(self) -> float | None:
+        return None if self.step is None else self.step.seconds
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        seconds = self.step_seconds
+        return self.tokens / seconds if seconds else None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["step"] = None if self.step is None else self.step.to_dict()
+        data["step_seconds"] = self.step_seconds
+        data["predicted_fits"] = self.predicted_fits
+        data["live_peak_fits"] = self.live_peak_fits
+        data["tokens_per_second"] = self.tokens_per_second
+        return data
+
+
+def _within(amount: int | None, capacity: int | None) -> bool | None:
+    return None if amount is None or capacity is None else amount <= capacity
+
+
+def hlo_figures(build: Build) -> HloFigures | None:
+    """hloscope's analyses of the build's optimized HLO, or None when there is none."""
+    if build.hlo_path is None:
+        return None
+    from hloscope.analyses.cost.flops import flops
+    from hloscope.analyses.cost.remat import remat
+    from hloscope.analyses.memory.analysis import live_peak_bytes
+    from hloscope.analyses.memory.host_offload import host_transfers
+    from hloscope.parsers.load import load_input
+
+    module = load_input(build.hlo_path)
+    costs = flops(module)
+    recomputed = remat(module)
+    transfers = host_transfers(module)
+    return HloFigures(
+        total_flops=costs.total.flops, bytes_accessed=costs.total.bytes_accessed,
+        collective_bytes=costs.total.collective_bytes, forward_flops=recomputed.forward_flops,
+        recompute_flops=recomputed.recompute_flops,
+        recompute_overhead=recomputed.recompute_overhead,
+        to_host_bytes=transfers.to_host_bytes, from_host_bytes=transfers.from_host_bytes,
+        unknown_loops=len(costs.unknown_loops),
+        parameter_bytes=device_parameter_bytes(module),
+        live_peak_bytes=live_peak_bytes(module)[0])
+
+
+def device_parameter_bytes(module: HloModule) -> int:
+    """Padded bytes of the entry parameters that live in device memory (not in S(5))."""
+    leaves = [leaf for parameter in module.entry.parameters
+              for _, leaf in parameter.shape.leaves() if leaf.is_array]
+    return sum(leaf.padded_byte_size for leaf in leaves if leaf.memory_space != 5)
+
+
+def variant_figures(build: Build, variant: str) -> VariantFigures:
+    result = build.result
+    config = build.config
+    target = parse_target(build.manifest["target"])
+    hlo, analysis_error = _analysed(build)
+    capacity = memory_budget(target.device)
+    required, source = _required(build, hlo)
+    fits, fit_source = _fit(result.status, target.backend, required, capacity)
+    step = None if hlo is None else estimate_step(
+        target.device, config.compute_dtype, hlo.total_flops, hlo.bytes_accessed,
+        hlo.collective_bytes, hlo.to_host_bytes, hlo.from_host_bytes)
+    return VariantFigures(
+        variant=variant, status=result.status, batch=config.batch, tokens=config.tokens,
+        fits=fits, fit_source=fit_source, capacity_bytes=capacity, required_bytes=required,
+        required_source=source,
+        host_temp_bytes=None if result.memory is None else result.memory.host_temp_bytes,
+        compile_seconds=result.compile_seconds,
+        xla_flops=None if result.cost is None else result.cost.flops, hlo=hlo, step=step,
+        fingerprint=build.manifest.get("fingerprint"), error=result.error,
+        gpu_remat_warning=_log_mentions(build, GPU_REMAT_WARNING), analysis_error=analysis_error)
+
+
+def _analysed(build: Build) -> tuple[HloFigures | None, str | None]:
+    """hlo_figures, or None and the reason when hloscope cannot read the program."""
+    try:
+        return hlo_figures(build), None
+    except HloscopeError as error:
+        return None, str(error).splitlines()[0]
+
+
+def _log_mentions(build: Build, text: str) -> bool:
+    log = build.folder / LOG
+    return log.exists() and text in log.read_text(errors="replace")
+
+
+def _required(build: Build, hlo: HloFigures | None) -> tuple[int | None, str | None]:
+    result = build.result
+    reported = reported_device_total(build)
+    if reported is not None:
+        return reported, "XLA memory-usage report (default memory space)"
+    if result.memory is not None:
+        return result.memory.allocated_bytes, "memory_analysis allocation"
+    temporaries = oom_temporaries(result.error or "")
+    if temporaries is not None:
+        return temporaries, "XLA's OOM message"
+    return None, None
+
+
+def reported_device_total(build: Build) -> int | None:
+    """`Total bytes` of the default memory space in the main module's memory-usage report:
+    the figure libtpu's OOM message compares with the usable HBM (measured: equal after every
+    OOM), and on GPU and CPU the allocation."""
+    hlo = build.manifest["files"].get("dump_module")
+    if not hlo:
+        return None
+    report = build.folder / DUMP / hlo.replace(".txt", "-memory-usage-report.txt")
+    if not report.exists():
+        return None
+    from hloscope.parsers.xla_memory.usage_report import read_usage_report
+
+    default = read_usage_report(report).space(0)
+    return None if default is None else default.total_bytes
+
+
+def oom_temporaries(error: str) -> int | None:
+    """Bytes an XLA TPU OOM message states as required (printed as e.g. `49.46G`)."""
+    from hloscope.parsers.compile_log import parse_compile_log
+
+    verdict = parse_compile_log(error).compile_verdict
+    return None if verdict is None else verdict.required_bytes
+
+
+def _fit(status: str, backend: str, required: int | None,
+         capacity: int | None) -> tuple[bool | None, str | None]:
+    if status == "oom":
+        return False, "compiler verdict (RESOURCE_EXHAUSTED)"
+    if status != "ok":
+        return None, None
+    if backend == "tpu":
+        return True, "compiler verdict"
+    if required is None or capacity is None:
+        return None, None
+    return required <= capacity, "memory vs JAX's GPU budget"

@@ -1,0 +1,228 @@
+"""Attribute values of HLO instructions and module headers, parsed on demand.
+
+The text parser keeps each instruction's attribute text verbatim; these functions turn a value into
+what analyses need: integer lists, windows, convolution dimension labels, computation names,
+metadata, backend_config JSON (strict or with XLA's relaxed unquoted keys) and frontend attributes.
+Every function raises TextSyntaxError with an offset into the value it was given.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from hloscope.model.scan import split_top_level
+from hloscope.model.shape_text import TextSyntaxError
+
+_KEY = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*=\s*")
+_INT = re.compile(r"-?\d+")
+_META_ITEM = re.compile(r'\s*([A-Za-z_][\w.\-]*)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s}]+)')
+_ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|(.))", re.S)
+_SIMPLE_ESCAPES = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"\\": b"\\", b'"': b'"', b"'": b"'"}
+
+
+def split_attributes(text: str, start: int = 0) -> dict[str, tuple[int, int]]:
+    """Maps each `key=value` of a `, key=value, ...` list to the (start, end) of its value."""
+    attributes: dict[str, tuple[int, int]] = {}
+    for item_start, item_end in split_top_level(text, start):
+        match = _KEY.match(text, item_start, item_end)
+        if not match:
+            if not text[item_start:item_end].strip():
+                raise TextSyntaxError("empty attribute", item_start)
+            raise TextSyntaxError("expected attribute 'name=value'", _first_char(text, item_start))
+        if match.end() >= item_end or not text[match.end() : item_end].strip():
+            raise TextSyntaxError(f"attribute '{match.group(1)}' has no value", match.end())
+        attributes[match.group(1)] = (match.end(), _rstrip_end(text, item_end))
+    return attributes
+
+
+def _first_char(text: str, pos: int) -> int:
+    return pos + len(text[pos:]) - len(text[pos:].lstrip())
+
+
+def _rstrip_end(text: str, end: int) -> int:
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def int_list(value: str) -> tuple[int, ...]:
+    """`{1,2}` or `{}` -> (1, 2); a bare integer gives a 1-tuple."""
+    body = value.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    if not body.strip():
+        return ()
+    items = body.split(",")
+    if not all(_INT.fullmatch(item.strip()) for item in items):
+        raise TextSyntaxError(f"expected a list of integers, got '{value}'", 0)
+    return tuple(int(item) for item in items)
+
+
+def nested_int_lists(value: str) -> tuple[tuple[int, ...], ...]:
+    """`{{0,1},{2,3}}` -> ((0, 1), (2, 3)); `{}` -> ()."""
+    body = value.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise TextSyntaxError(f"expected {{{{...}},...}}, got '{value}'", 0)
+    return tuple(int_list(body[s:e]) for s, e in split_top_level(body, 1, len(body) - 1))
+
+
+def computation_names(value: str) -> tuple[str, ...]:
+    """`%a` or `{%a, %b}` -> ('a', 'b')."""
+    body = value.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    return tuple(name.strip().lstrip("%") for name in body.split(",") if name.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class WindowDimension:
+    size: int = 1
+    stride: int = 1
+    padding_low: int = 0
+    padding_high: int = 0
+    lhs_dilation: int = 1
+    rhs_dilation: int = 1
+    reversal: bool = False
+
+
+def window(value: str) -> tuple[WindowDimension, ...]:
+    """`{size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1 rhs_reversal=0x0}`."""
+    fields: dict[str, list[str]] = {}
+    for key, raw in re.findall(r"(\w+)=(\S+?)(?=\s|}|$)", value.strip().strip("{}")):
+        fields[key] = raw.split("x")
+    rank = max((len(v) for v in fields.values()), default=0)
+    dims = []
+    for i in range(rank):
+        low, high = _pad_pair(fields, i)
+        dims.append(WindowDimension(
+            size=_window_int(fields, "size", i, 1),
+            stride=_window_int(fields, "stride", i, 1),
+            padding_low=low,
+            padding_high=high,
+            lhs_dilation=_window_int(fields, "lhs_dilate", i, 1),
+            rhs_dilation=_window_int(fields, "rhs_dilate", i, 1),
+            reversal=bool(_window_int(fields, "rhs_reversal", i, 0)),
+        ))
+    return tuple(dims)
+
+
+def _window_int(fields: dict[str, list[str]], key: str, i: int, default: int) -> int:
+    values = fields.get(key)
+    try:
+        return int(values[i]) if values else default
+    except (ValueError, IndexError):
+        raise TextSyntaxError(f"bad window {key}", 0) from None
+
+
+def _pad_pair(fields: dict[str, list[str]], i: int) -> tuple[int, int]:
+    values = fields.get("pad")
+    if not values:
+        return 0, 0
+    low, _, high = values[i].partition("_")
+    try:
+        return int(low), int(high)
+    except ValueError:
+        raise TextSyntaxError(f"bad window padding '{values[i]}'", 0) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ConvolutionDimensions:
+    """`dim_labels=b01f_01io->b01f`: the role of each dimension of input, kernel and output."""
+
+    input_labels: str
+    kernel_labels: str
+    output_labels: str
+
+    @property
+    def input_batch(self) -> int:
+        return self.input_labels.index("b")
+
+    @property
+    def input_feature(self) -> int:
+        return self.input_labels.index("f")
+
+    @property
+    def kernel_input_feature(self) -> int:
+        return self.kernel_labels.index("i")
+
+    @property
+    def kernel_output_feature(self) -> int:
+        return self.kernel_labels.index("o")
+
+    @property
+    def output_feature(self) -> int:
+        return self.output_labels.index("f")
+
+    def spatial(self, labels: str) -> tuple[int, ...]:
+        """Positions of the spatial dimensions (labelled 0, 1, 2, ...) in spatial order."""
+        numbered = sorted((int(c), i) for i, c in enumerate(labels) if c.isdigit())
+        return tuple(i for _, i in numbered)
+
+
+def dim_labels(value: str) -> ConvolutionDimensions:
+    match = re.fullmatch(r"\s*([0-9a-z]+)_([0-9a-z]+)->([0-9a-z]+)\s*", value)
+    if not match:
+        raise TextSyntaxError(f"bad dim_labels '{value}'", 0)
+    return ConvolutionDimensions(*match.groups())
+
+
+def unquote(value: str) -> str:
+    """The content of an XLA string literal, with C escapes decoded (UTF-8 bytes allowed)."""
+    body = value.strip()
+    if len(body) < 2 or body[0] != '"' or body[-1] != '"':
+        return body
+    body = body[1:-1]
+    if "\\" not in body:
+        return body
+    return _ESCAPE.sub(_unescape_one, body.encode("utf-8")).decode("utf-8", "replace")
+
+
+def _unescape_one(match: re.Match[bytes]) -> bytes:
+    octal, hexa, char = match.groups()
+    if octal:
+        return bytes([int(octal, 8) & 0xFF])
+    if hexa:
+        return bytes([int(hexa, 16)])
+    return _SIMPLE_ESCAPES.get(char, char)
+
+
+def key_values(value: str) -> dict[str, str]:
+    """`{op_name="a" source_line=3}` or `{k="v",k2="v2"}` -> {'op_name': 'a', ...}."""
+    body = value.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    found: dict[str, str] = {}
+    position = 0
+    for match in _META_ITEM.finditer(body):
+        if body[position : match.start()].strip(" ,\t\n"):
+            raise TextSyntaxError("bad key=value item", position)
+        found[match.group(1)] = unquote(match.group(2))
+        position = match.end()
+    if body[position:].strip(" ,\t\n"):
+        raise TextSyntaxError("bad key=value item", position)
+    return found
+
+
+_UNQUOTED_KEY = re.compile(r'("(?:[^"\\]|\\.)*")|([{,]\s*)([A-Za-z_][\w]*)(\s*:)')
+
+
+def backend_config(value: str) -> dict | list | str:
+    """backend_config as JSON (`{...}`, `"{...}"` or relaxed unquoted keys), else its raw text."""
+    body = value.strip()
+    if body.startswith('"'):
+        text = unquote(body)
+        try:
+            return json.loads(text) if text.strip().startswith(("{", "[")) else text
+        except json.JSONDecodeError:
+            return text  # a string backend_config is opaque to XLA (e.g. an MLIR dictionary)
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError:
+        pass
+    quoted = _UNQUOTED_KEY.sub(lambda m: m.group(1) or f'{m.group(2)}"{m.group(3)}"{m.group(4)}',
+                               body)
+    try:
+        return json.loads(quoted)
+    except json.JSONDecodeError:
+        return body  # opaque to XLA too, e.g. a typed-FFI custom call's MLIR dictionary

@@ -1,0 +1,155 @@
+"""The memory timeline as a picture: live bytes per top-level step, phases shaded, peak marked.
+
+matplotlib is an optional dependency (`pip install 'hloscope[plot]'`), imported only when a plot
+is drawn. The format follows the file's suffix (.png, .svg, .pdf). A loop (or call, conditional)
+is one step; its inner peak is drawn as a thin bar above the step.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hloscope.analyses.memory.analysis import MemoryResult, TimelineStep
+from hloscope.errors import UsageError
+from hloscope.units import BINARY_UNITS, format_bytes
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+PHASE_COLOURS = {"forward": "#4c72b0", "backward": "#dd8452", "recompute": "#c44e52",
+                 "optimizer": "#55a868", "other": "#bbbbbb"}
+
+
+def check_plot_path(path: Path) -> None:
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise UsageError(f"cannot tell the plot format of {str(path)!r}; "
+                         f"name it with one of {', '.join(PLOT_SUFFIXES)}")
+
+
+def plot_timeline(result: MemoryResult, path: Path) -> None:
+    """Writes the timeline of `result` to `path` (format from its suffix), atomically."""
+    check_plot_path(path)
+    pyplot = load_pyplot()
+    figure, axes = pyplot.subplots(figsize=(11, 4.5), dpi=120)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                         suffix=path.suffix)
+    os.close(handle)
+    try:
+        _draw(axes, result)
+        figure.tight_layout()
+        figure.savefig(temporary, format=path.suffix.lower().lstrip("."))
+        os.replace(temporary, path)
+    finally:
+        pyplot.close(figure)
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+
+
+def timeline_svg(result: MemoryResult) -> str:
+    """The timeline as an inline `<svg>` element (text kept as text); the group with id
+    `peak-label` reads `live peak N bytes (...)`, N being `result.peak_bytes`."""
+
+    def draw(axes: Any) -> None:
+        _draw(axes, result)
+        axes.text(0.99, 0.97, f"live peak {result.peak_bytes:,} bytes "
+                  f"({format_bytes(result.peak_bytes)})", transform=axes.transAxes,
+                  ha="right", va="top", color="red", gid="peak-label")
+
+    return render_svg(draw, figsize=(11, 4.5))
+
+
+def render_svg(draw: Callable[[Any], None], **subplots: Any) -> str:
+    """Draws on `pyplot.subplots(**subplots)`'s axes and returns the figure as inline SVG."""
+    pyplot = load_pyplot()
+    import matplotlib
+
+    with matplotlib.rc_context(SVG_STYLE):
+        figure, axes = pyplot.subplots(**subplots)
+        try:
+            draw(axes)
+            return svg_text(figure)
+        finally:
+            pyplot.close(figure)
+
+
+SVG_STYLE = {"svg.fonttype": "none", "svg.hashsalt": "hloscope"}
+"""Text stays text (searchable, and checkable in a browser); ids do not change between runs."""
+
+
+def svg_text(figure: Any) -> str:
+    """`figure` as an `<svg>` element to inline in HTML (no XML prolog or doctype)."""
+    figure.tight_layout()
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def load_pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("plots need matplotlib: pip install 'hloscope[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    return pyplot
+
+
+def _draw(axes: Any, result: MemoryResult) -> None:
+    steps = result.timeline
+    scale, unit = _unit(max([1, result.peak_bytes, *(s.live_bytes for s in steps)]))
+    xs = [s.step for s in steps]
+    axes.step(xs, [s.live_bytes / scale for s in steps], where="mid", color="black",
+              linewidth=1.0, label="live bytes")
+    _inner_peaks(axes, steps, scale)
+    _shade_phases(axes, steps)
+    _mark_peak(axes, result, scale, unit)
+    axes.set_xlabel("top-level instruction (schedule order)")
+    axes.set_ylabel(f"live {unit}")
+    axes.set_title(f"{result.module_name}: live buffers ({result.backend}, device spaces)")
+    axes.set_xlim(-0.5, max(len(steps) - 0.5, 0.5))
+    axes.set_ylim(bottom=0)
+    axes.legend(loc="upper left", fontsize="small", ncol=3)
+
+
+def _inner_peaks(axes: Any, steps: list[TimelineStep], scale: float) -> None:
+    loops = [s for s in steps if s.inner_peak_bytes is not None]
+    if loops:
+        axes.vlines([s.step for s in loops], [s.live_bytes / scale for s in loops],
+                    [max(s.inner_peak_bytes or 0, s.live_bytes) / scale for s in loops],
+                    colors="purple", linewidth=2.0, label="inside loop/call")
+
+
+def _shade_phases(axes: Any, steps: list[TimelineStep]) -> None:
+    labelled: set[str] = set()
+    start = 0
+    for n in range(1, len(steps) + 1):
+        if n < len(steps) and steps[n].phase == steps[start].phase:
+            continue
+        phase = steps[start].phase
+        axes.axvspan(start - 0.5, n - 0.5, color=PHASE_COLOURS.get(phase, "#dddddd"),
+                     alpha=0.18, linewidth=0, label=None if phase in labelled else phase)
+        labelled.add(phase)
+        start = n
+
+
+def _mark_peak(axes: Any, result: MemoryResult, scale: float, unit: str) -> None:
+    step = next((s for s in result.timeline if s.time >= result.peak_time), None)
+    if step is None:
+        return
+    y = result.peak_bytes / scale
+    axes.plot([step.step], [y], marker="v", color="red", markersize=8, linestyle="none",
+              label=f"peak {y:.3g} {unit}")
+    axes.annotate(result.peak_instruction, (step.step, y), textcoords="offset points",
+                  xytext=(6, 6), fontsize="x-small", color="red")
+
+
+def _unit(largest: float) -> tuple[float, str]:
+    scale, exponent = 1.0, 0
+    while largest / scale >= 1024 and exponent < len(BINARY_UNITS) - 1:
+        scale, exponent = scale * 1024, exponent + 1
+    return scale, BINARY_UNITS[exponent]

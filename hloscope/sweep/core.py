@@ -1,0 +1,226 @@
+"""`hloscope sweep`: compile remat variants on an executor, analyse them, rank them (no jax).
+
+A sweep is a set of cases — every variant at every grid point (`grid`) — each with a batch plan
+(one fixed batch, or `--search batch`'s bisection). `scheduler.Scheduler` runs the plans'
+compiles on an executor (`executors`: fresh local worker processes, or Ray tasks), retries
+compiles whose worker died, and reports progress to a `SweepListener`. Every worker builds
+through the shared content-addressed cache (`cache.BuildCache`: the same key is never compiled
+twice, a damaged entry never trusted) — the compile itself runs in the worker's own child
+process (`runner.compile_in_subprocess`), so a libtpu crash is a result — and analyses the
+optimized HLO (`figures.variant_figures`). The builds are then gathered into the sweep folder
+and `ranking.rank_variants` names the winner: the fastest case that fits.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hloscope.devices import memory_budget
+from hloscope.errors import UsageError
+from hloscope.spec.config import TransformerConfig, param_count
+from hloscope.spec.policies import Variant
+from hloscope.spec.targets import parse_target
+from hloscope.sweep.executors import ExecutorSpec, open_executor
+from hloscope.sweep.faults import attempts_to_kill
+from hloscope.sweep.grid import Case, Grid, sweep_cases
+from hloscope.sweep.ranking import Verdict, rank_variants
+from hloscope.sweep.rows import VariantOutcome, variant_row
+from hloscope.sweep.scheduler import DEFAULT_RETRIES, Plan, Scheduler, SweepListener
+from hloscope.sweep.search import BatchSearch, FixedBatch
+from hloscope.sweep.tasks import CompileTask, TaskOutcome
+from hloscope.sweep.transfer import Probe
+from hloscope.workloads.build import BuildSpec, load_build
+from hloscope.workloads.cache import copy_build, new_attempt_id
+
+__all__ = ["SweepListener", "SweepRequest", "SweepResult", "TaskOutcome", "run_sweep"]
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    model: str
+    base: TransformerConfig
+    variants: tuple[Variant, ...]
+    target: str
+    jobs: int | None = None  # compiles at once; None: the executor's default
+    search_batch: bool = False
+    max_batch: int = 1 << 16
+    cache_root: Path | None = None  # None: no cache (then out_dir is required)
+    out_dir: Path | None = None
+    timeout: float = 3600.0
+    grid: Grid | None = None  # None: the base config's sequence length and batch
+    executor: ExecutorSpec = field(default_factory=ExecutorSpec)
+    retries: int = DEFAULT_RETRIES
+
+    @property
+    def data_parallel(self) -> int:
+        return parse_target(self.target).num_devices // self.base.tensor_parallel
+
+    @property
+    def sweep_grid(self) -> Grid:
+        return self.grid or Grid.single(self.base)
+
+    def cases(self) -> list[Case]:
+        return sweep_cases(self.variants, self.sweep_grid)
+
+    def spec(self, case: Case, batch: int) -> BuildSpec:
+        return BuildSpec(self.model, case.variant.name, self.target, case.config(self.base, batch))
+
+
+@dataclass
+class SweepResult:
+    request: SweepRequest
+    outcomes: list[VariantOutcome]
+    winner: str | None
+    verdicts: dict[str, Verdict]
+    wall_seconds: float
+    compiles: int
+    cache_hits: int
+    retried: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [variant_row(o, self.verdicts[o.variant]) for o in self.outcomes]
+
+    def to_dict(self) -> dict[str, Any]:
+        request = self.request
+        target = parse_target(request.target)
+        grid = request.sweep_grid
+        return {
+            "model": request.model, "target": target.spec, "device": target.device.description,
+            "devices": target.num_devices, "capacity_bytes": memory_budget(target.device),
+            "config": request.base.to_dict(), "parameters": param_count(request.base),
+            "search": "batch" if request.search_batch else None, "winner": self.winner,
+            "grid": {"seq_len": list(grid.seq_lens), "batch": list(grid.batches)},
+            "variants": self.rows(), "compiles": self.compiles, "cache_hits": self.cache_hits,
+            "executor": request.executor.kind, "retries": request.retries,
+            "retried": self.retried, "wall_seconds": self.wall_seconds, "notes": self.notes,
+        }
+
+
+def validate(request: SweepRequest) -> None:
+    target = parse_target(request.target)
+    grid = request.sweep_grid
+    if request.search_batch and memory_budget(target.device) is None:
+        raise UsageError(f"--search batch needs a memory capacity; {target.spec} has none")
+    if request.search_batch and len(grid.batches) > 1:
+        raise UsageError("--search batch finds the batch itself: give one --batch to start from")
+    if request.cache_root is None and request.out_dir is None:
+        raise UsageError("without the cache a sweep needs an output folder (-o DIR)")
+    if request.jobs is not None and request.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    uneven = [b for b in grid.batches if b % request.data_parallel]
+    if not request.search_batch and uneven:
+        raise UsageError(f"batch {uneven[0]} does not split over the "
+                         f"{request.data_parallel}-way data axis of {target.spec}")
+    for case in request.cases():  # e.g. a sequence length the positions cannot take
+        case.config(request.base, case.point.batch)
+
+
+def plan_for(request: SweepRequest, case: Case) -> Plan:
+    if request.search_batch:
+        return BatchSearch(case.point.batch, request.data_parallel, request.max_batch)
+    return FixedBatch(case.point.batch)
+
+
+@dataclass(frozen=True)
+class TaskFactory:
+    """Makes the CompileTask of a case's compile at a batch (a fresh attempt id each time)."""
+
+    request: SweepRequest
+    cases: dict[str, Case]
+    probe: Probe | None
+    kill_attempts: int = 0  # fault injection: the first N attempts kill their worker
+
+    def __call__(self, name: str, batch: int, number: int) -> CompileTask:
+        request, case = self.request, self.cases[name]
+        folder = None
+        if request.cache_root is None and request.out_dir is not None:
+            folder = str(build_folder(request.out_dir, case, batch, request.search_batch))
+        cache = None if request.cache_root is None else str(request.cache_root)
+        return CompileTask(name, request.spec(case, batch), cache, folder, request.timeout,
+                           new_attempt_id(), None if self.probe is None else str(self.probe.path),
+                           kill_mid_compile=number <= self.kill_attempts)
+
+
+def run_sweep(request: SweepRequest, listener: SweepListener | None = None) -> SweepResult:
+    validate(request)
+    started = time.perf_counter()
+    cases = request.cases()
+    plans: dict[str, Plan] = {case.name: plan_for(request, case) for case in cases}
+    executor = open_executor(request.executor, parse_target(request.target).backend)
+    probe = _probe(request)
+    try:
+        scheduler = Scheduler(plans, TaskFactory(request, {c.name: c for c in cases}, probe,
+                                                 attempts_to_kill()),
+                              executor, request.jobs or executor.default_slots(),
+                              request.retries, listener)
+        done = scheduler.run()
+    finally:
+        if probe is not None:
+            probe.remove()
+    outcomes = [_variant_outcome(request, case, plans[case.name], done[case.name])
+                for case in cases]
+    winner, verdicts = rank_variants([outcome.figures for outcome in outcomes])
+    every = [o for outs in done.values() for o in outs]
+    return SweepResult(request, outcomes, winner, verdicts, time.perf_counter() - started,
+                       compiles=sum(not o.cache_hit for o in every),
+                       cache_hits=sum(o.cache_hit for o in every), retried=scheduler.retried,
+                       notes=_notes(request, outcomes))
+
+
+def _probe(request: SweepRequest) -> Probe | None:
+    """Ray workers may run on other machines: they check for this file to know whether they
+    see the driver's cache (or sweep folder) or must send their builds back."""
+    if request.executor.kind != "ray":
+        return None
+    folder = request.cache_root or request.out_dir
+    return None if folder is None else Probe.create(folder)
+
+
+def build_folder(out_dir: Path, case: Case, batch: int, per_batch: bool) -> Path:
+    name = f"{case.file_name}-batch{batch}" if per_batch else case.file_name
+    return out_dir / "builds" / name
+
+
+def _variant_outcome(request: SweepRequest, case: Case, plan: Plan,
+                     outcomes: list[TaskOutcome]) -> VariantOutcome:
+    chosen = plan.chosen_batch
+    representative = next(o for o in reversed(outcomes) if o.batch == chosen)
+    folder = representative.folder
+    if request.out_dir is not None and request.cache_root is not None:
+        folder = str(_export(request, case, outcomes, representative))
+    search = plan if isinstance(plan, BatchSearch) else None
+    return VariantOutcome(case.name, case, representative.figures, folder,
+                          representative.cache_hit, list(plan.probes),
+                          attempts=representative.attempts, lost=representative.lost,
+                          largest_fitting_batch=search.largest if search else None,
+                          smallest_failing_batch=search.smallest_failing if search else None)
+
+
+def _export(request: SweepRequest, case: Case, outcomes: list[TaskOutcome],
+            representative: TaskOutcome) -> Path:
+    """Copies the case's builds from the cache into the sweep folder; the representative's
+    copy is returned."""
+    chosen = Path(".")
+    assert request.out_dir is not None
+    for outcome in outcomes:
+        destination = build_folder(request.out_dir, case, outcome.batch, request.search_batch)
+        copy_build(load_build(Path(outcome.folder)), destination)
+        if outcome is representative:
+            chosen = destination
+    return chosen
+
+
+def _notes(request: SweepRequest, outcomes: list[VariantOutcome]) -> list[str]:
+    notes = [f"{param_count(request.base):,} parameters"]
+    lower_bound = [o.variant for o in outcomes if o.figures.hlo and o.figures.hlo.unknown_loops]
+    if lower_bound:
+        notes.append("FLOPs are lower bounds (loops with unknown trip counts counted once) for: "
+                     + ", ".join(lower_bound))
+    notes += [f"{o.variant}: compiled on attempt {o.attempts} (earlier workers died)"
+              for o in outcomes if o.attempts > 1 and o.figures.status != "crash"]
+    notes += [f"{o.variant}: failed after {o.attempts} attempts; log: {o.folder}/compile.log"
+              for o in outcomes if o.figures.status == "crash"]
+    return notes

@@ -1,0 +1,82 @@
+"""The flat JSON row of one sweep case: every column of `hloscope/sweep/v1` (no jax)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from hloscope.analyses.roofline import StepEstimate
+from hloscope.analyses.summary.variant import VariantFigures
+from hloscope.sweep.grid import Case
+from hloscope.sweep.ranking import Verdict
+from hloscope.sweep.search import Probe
+from hloscope.workloads.build import LOG
+
+
+@dataclass
+class VariantOutcome:
+    """A case's representative build (at its chosen batch) and every probe it took."""
+
+    variant: str  # the case name (the variant's own name on a one-point grid)
+    case: Case
+    figures: VariantFigures
+    folder: str
+    cache_hit: bool
+    probes: list[Probe]
+    attempts: int = 1
+    lost: tuple[str, ...] = ()  # why each earlier attempt was lost
+    largest_fitting_batch: int | None = None
+    smallest_failing_batch: int | None = None
+
+
+def variant_row(outcome: VariantOutcome, verdict: Verdict) -> dict[str, Any]:
+    """Every column of one case, flat (bytes and FLOPs as integers)."""
+    figures = outcome.figures
+    step = figures.step
+    return {
+        "variant": outcome.variant, "outcome": verdict.outcome, "rank": verdict.rank,
+        "reason": verdict.reason, "duplicate_of": verdict.duplicate_of,
+        "policy": outcome.case.variant.name,
+        "grid": {"seq_len": outcome.case.point.seq_len, "batch": outcome.case.point.batch},
+        "status": figures.status, "fits": figures.fits, "fit_source": figures.fit_source,
+        "predicted_fits": figures.predicted_fits, "live_peak_fits": figures.live_peak_fits,
+        "batch": figures.batch, "seq_len": outcome.case.point.seq_len, "tokens": figures.tokens,
+        "required_bytes": figures.required_bytes, "required_source": figures.required_source,
+        "capacity_bytes": figures.capacity_bytes, "memory_fraction": _fraction(figures),
+        "host_temp_bytes": figures.host_temp_bytes,
+        "compile_seconds": figures.compile_seconds, "cache_hit": outcome.cache_hit,
+        "attempts": outcome.attempts, "lost_attempts": list(outcome.lost),
+        **_hlo_columns(figures),
+        "step_seconds": figures.step_seconds,
+        **_step_columns(step),
+        "tokens_per_second": figures.tokens_per_second,
+        "fingerprint": figures.fingerprint, "build_folder": outcome.folder,
+        "log": f"{outcome.folder}/{LOG}",
+        "error": figures.error, "analysis_error": figures.analysis_error,
+        "gpu_remat_warning": figures.gpu_remat_warning,
+        "largest_fitting_batch": outcome.largest_fitting_batch,
+        "smallest_failing_batch": outcome.smallest_failing_batch,
+        "probes": [dataclasses.asdict(probe) for probe in outcome.probes],
+    }
+
+
+def _hlo_columns(figures: VariantFigures) -> dict[str, Any]:
+    hlo = figures.hlo
+    names = ("total_flops", "forward_flops", "recompute_flops", "recompute_overhead",
+             "bytes_accessed", "collective_bytes", "to_host_bytes", "from_host_bytes",
+             "unknown_loops", "live_peak_bytes")
+    values = {name: None if hlo is None else getattr(hlo, name) for name in names}
+    return {**values, "xla_flops": figures.xla_flops}
+
+
+def _step_columns(step: StepEstimate | None) -> dict[str, Any]:
+    names = ("compute_seconds", "memory_seconds", "collective_seconds", "offload_seconds",
+             "bound")
+    values = {name: None if step is None else getattr(step, name) for name in names}
+    return {**values, "estimate_missing": [] if step is None else list(step.missing)}
+
+
+def _fraction(figures: VariantFigures) -> float | None:
+    if figures.required_bytes is None or not figures.capacity_bytes:
+        return None
+    return figures.required_bytes / figures.capacity_bytes

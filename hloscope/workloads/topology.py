@@ -1,0 +1,47 @@
+"""A target's JAX devices and meshes: deviceless TPU topologies, GPU topologies from a rendered
+GpuTargetConfigProto, or the host's CPU devices. Imports jax when called."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hloscope.errors import UsageError
+from hloscope.spec.targets import Target
+
+
+def make_topology(target: Target) -> list[Any]:
+    """The target's JAX devices (compile-only for TPU and GPU). Imports jax."""
+    import jax
+    from jax.experimental import topologies
+
+    if target.backend == "cpu":
+        return jax.devices("cpu")[: target.num_devices]
+    device = target.device
+    if target.backend == "tpu":
+        options = {"chip_config_name": device.chip_config_name} if device.chip_config_name else {}
+        topology_name = f"{device.name}:{target.topology}"
+        return list(topologies.get_topology_desc(topology_name, "tpu", **options).devices)
+    from hloscope.devices import render_gpu_target_config
+
+    described = topologies.get_topology_desc(
+        platform="cuda", topology_name="", topology=target.topology,
+        target_config=render_gpu_target_config(device))
+    return list(described.devices)
+
+
+def make_mesh(target: Target, axis_names: tuple[str, ...] = ("data",),
+              mesh_shape: tuple[int, ...] | None = None) -> Any:
+    """A Mesh over every device of the target, reshaped from the topology's device order (which
+    works where `jax.make_mesh` refuses a shape). One axis over all devices by default."""
+    import numpy as np
+    from jax.sharding import Mesh
+
+    devices = make_topology(target)
+    if len(devices) != target.num_devices:
+        raise UsageError(f"{target.spec}: expected {target.num_devices} devices, "
+                         f"the topology has {len(devices)}")
+    shape = mesh_shape or (len(devices),) + (1,) * (len(axis_names) - 1)
+    if len(shape) != len(axis_names) or math.prod(shape) != len(devices):
+        raise UsageError(f"mesh shape {shape} does not fit {len(devices)} devices and axes "
+                         f"{axis_names}")
+    return Mesh(np.array(devices, dtype=object).reshape(shape), axis_names)
