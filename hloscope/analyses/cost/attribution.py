@@ -29,11 +29,11 @@ from hloscope.analyses.cost import Cost, CostAnalysis
 from hloscope.analyses.cost.graph import ComputationGraph
 from hloscope.analyses.cost.phases import Phase, layer_of, phase_of
 from hloscope.model.instruction import Instruction
+from hloscope.model.opcodes import PROGRAM_CALLERS
 
 Mask = tuple[int, int, int, int]
 ONE: Mask = (1, 1, 1, 1)
 _NAMELESS = frozenset({"parameter", "constant"})
-_CALLERS = frozenset({"fusion", "while", "call", "async-start", "conditional"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +141,7 @@ class _Walker:
     def _instruction(self, computation: str, instruction: Instruction, op_name: str,
                      phase: Phase, cost: Cost, context: _Context) -> Iterator[Charge]:
         opcode = instruction.opcode
-        if opcode not in _CALLERS:
+        if opcode not in PROGRAM_CALLERS:
             yield self._leaf(computation, instruction, op_name, phase, cost, context)
             return
         inner = replace(context, inherited=phase, caller_name=op_name)

@@ -40,19 +40,9 @@ from hloscope.analyses.cost.sizes import (
 )
 from hloscope.analyses.cost.vector import ZERO, Cost
 from hloscope.model.instruction import Instruction
+from hloscope.model.opcodes import ELEMENTWISE_ARITHMETIC, TRANSCENDENTAL
 from hloscope.model.shape import Shape
 
-XLA_TRANSCENDENTAL = frozenset({
-    "erf", "exponential", "log", "logistic", "power", "sqrt", "cbrt", "rsqrt", "tanh", "sine",
-    "cosine", "exponential-minus-one", "log-plus-one", "atan2", "tan",
-})
-XLA_ELEMENTWISE = XLA_TRANSCENDENTAL | frozenset({
-    "abs", "add", "and", "bitcast-convert", "ceil", "clamp", "compare", "complex", "convert",
-    "count-leading-zeros", "divide", "floor", "imag", "is-finite", "maximum", "minimum",
-    "multiply", "negate", "not", "or", "popcnt", "real", "reduce-precision", "remainder",
-    "round-nearest-afz", "round-nearest-even", "select", "shift-left", "shift-right-arithmetic",
-    "shift-right-logical", "sign", "stochastic-convert", "subtract", "xor",
-})
 NO_MEMORY = frozenset({
     "parameter", "constant", "get-tuple-element", "bitcast", "after-all", "add-dependency",
     "domain",
@@ -101,7 +91,7 @@ Rule = Callable[[Site], Cost]
 
 def elementwise(site: Site) -> Cost:
     count = elements_of_text(site.instruction.shape_text)
-    if site.instruction.opcode in XLA_TRANSCENDENTAL:
+    if site.instruction.opcode in TRANSCENDENTAL:
         return Cost(transcendentals=count, bytes_accessed=site.default_bytes())
     return Cost(flops=count, bytes_accessed=site.default_bytes())
 
@@ -306,7 +296,7 @@ COLLECTIVES = frozenset({
 })
 
 RULES: dict[str, Rule] = {
-    **dict.fromkeys(XLA_ELEMENTWISE, elementwise),
+    **dict.fromkeys(ELEMENTWISE_ARITHMETIC, elementwise),
     **dict.fromkeys(NO_MEMORY, no_memory),
     **dict.fromkeys(COLLECTIVES, collective),
     "tuple": tuple_rule, "dot": dot, "scaled-dot": dot, "ragged-dot": ragged_dot,

@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from hloscope.analyses.cost import CostAnalysis
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
+from hloscope.model.opcodes import SYNC_CALLERS
 from hloscope.model.trace import OpEvent
 from hloscope.parsers.trace.programs import ProgramIndex, TraceProgram
-
-ENCLOSING = frozenset({"while", "call", "conditional"})
 
 
 @dataclass(slots=True)
@@ -86,7 +85,7 @@ def _apply_self_times(events: list[JoinedEvent]) -> None:
         group.sort(key=lambda j: j.event.start_ps)
         starts[key] = [j.event.start_ps for j in group]
     for parent in events:
-        if parent.instruction is None or parent.instruction.opcode not in ENCLOSING:
+        if parent.instruction is None or parent.instruction.opcode not in SYNC_CALLERS:
             continue
         intervals = []
         for callee in parent.instruction.called_computations:

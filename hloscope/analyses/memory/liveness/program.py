@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from hloscope.model import attributes as attr
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation, HloModule
+from hloscope.model.opcodes import SCHEDULED_CALLERS
 
-ASYNC_CHAIN = ("async-start", "async-update", "async-done")
-CONTROL_FLOW = frozenset({"while", "conditional", "call", "async-start"})
 _CALLS = re.compile(r"[\s,]calls=%?([A-Za-z_][\w.\-]*)\s*(?:,|$)")
 
 
@@ -69,7 +68,7 @@ class FlatProgram:
 def control_flow_callees(instruction: Instruction) -> tuple[str, ...]:
     """The computations an instruction runs as control flow, in the order XLA numbers them."""
     opcode = instruction.opcode
-    if opcode not in CONTROL_FLOW:
+    if opcode not in SCHEDULED_CALLERS:
         return ()
     if opcode == "while":
         return tuple(n for n in (instruction.called_computation("condition"),

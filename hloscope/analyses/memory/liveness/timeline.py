@@ -9,12 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscope.analyses.memory.liveness.program import (
-    CONTROL_FLOW,
-    FlatProgram,
-    control_flow_callees,
-)
+from hloscope.analyses.memory.liveness.program import FlatProgram, control_flow_callees
 from hloscope.model.instruction import Instruction
+from hloscope.model.opcodes import SCHEDULED_CALLERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +41,7 @@ def timeline(program: FlatProgram, live: list[int]) -> list[Step]:
 
 def _inner_span(program: FlatProgram, instruction: Instruction) -> tuple[int, int] | None:
     """[first, last) times of the computations a control-flow instruction runs (None if none)."""
-    if instruction.opcode not in CONTROL_FLOW:
+    if instruction.opcode not in SCHEDULED_CALLERS:
         return None
     spans = [program.spans[name] for name in control_flow_callees(instruction)
              if name in program.spans]
