@@ -86,12 +86,6 @@ class NotScheduledError(HloscopeError):
     exit_code = EXIT_INPUT_MALFORMED
 
 
-class CheckFailed(HloscopeError):
-    """A regression gate or a fit verdict failed; the report has already been written."""
-
-    exit_code = EXIT_CHECK_FAILED
-
-
 def _clip_line(line_text: str, column: int, width: int = 120) -> tuple[str, int]:
     """Shows at most `width` characters of a long line around `column`."""
     line_text = line_text.rstrip("\n")

@@ -15,7 +15,8 @@ from click.testing import CliRunner, Result
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.cli.main import EXIT_INTERNAL_ERROR, cli
 from hloscope.errors import (
-    CheckFailed,
+    EXIT_CHECK_FAILED,
+    HloscopeError,
     InputError,
     OutputExistsError,
     ParseError,
@@ -26,11 +27,18 @@ from hloscope.reports import Column, Report, Table
 
 REPO = Path(__file__).resolve().parent.parent
 
+
+class _GateFailed(HloscopeError):
+    """An error carrying exit code 1, as a failed gate's would."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
 ERRORS: dict[str, tuple[Exception, int]] = {
     "usage": (UsageError("unknown device 'v9'"), 2),
     "missing": (InputError("x.hlo: no such file or directory"), 3),
     "malformed": (ParseError("expected ')'", SourceLocation("x.hlo", 3, 7), "  %a = f32[ add"), 4),
-    "check": (CheckFailed("peak grew by 5.0% (limit 2%)"), 1),
+    "check": (_GateFailed("peak grew by 5.0% (limit 2%)"), 1),
     "exists": (OutputExistsError("r.json already exists; pass --force to overwrite it"), 2),
     "click-usage": (click.UsageError("bad option combination"), 2),
     "internal": (RuntimeError("boom\nsecond line"), EXIT_INTERNAL_ERROR),

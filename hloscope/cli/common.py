@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
 
-HLO_INPUT_HELP = ("an HLO text file, a .gz file, an XLA dump folder (its main "
-                  "after-optimizations module unless --module says), or - for standard input")
-
 
 def output_options(command: CommandFunction) -> CommandFunction:
     """Adds --format, -o/--output and --force; passes `fmt` (a format name), `output`, `force`."""

@@ -59,14 +59,6 @@ def int_list(value: str) -> tuple[int, ...]:
     return tuple(int(item) for item in items)
 
 
-def nested_int_lists(value: str) -> tuple[tuple[int, ...], ...]:
-    """`{{0,1},{2,3}}` -> ((0, 1), (2, 3)); `{}` -> ()."""
-    body = value.strip()
-    if not (body.startswith("{") and body.endswith("}")):
-        raise TextSyntaxError(f"expected {{{{...}},...}}, got '{value}'", 0)
-    return tuple(int_list(body[s:e]) for s, e in split_top_level(body, 1, len(body) - 1))
-
-
 def computation_names(value: str) -> tuple[str, ...]:
     """`%a` or `{%a, %b}` -> ('a', 'b')."""
     body = value.strip()
@@ -141,14 +133,6 @@ class ConvolutionDimensions:
     @property
     def input_feature(self) -> int:
         return self.input_labels.index("f")
-
-    @property
-    def kernel_input_feature(self) -> int:
-        return self.kernel_labels.index("i")
-
-    @property
-    def kernel_output_feature(self) -> int:
-        return self.kernel_labels.index("o")
 
     @property
     def output_feature(self) -> int:

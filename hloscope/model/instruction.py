@@ -25,7 +25,6 @@ CALLED_COMPUTATION_KEYS = (
     "true_computation", "false_computation", "select", "scatter", "called_computations",
 )
 _CALLED_KEY = re.compile("(?:" + "|".join(CALLED_COMPUTATION_KEYS) + ")=")
-LITERAL_PREVIEW_CHARS = 80
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,13 +131,6 @@ class Instruction:
             return int(self.operand_text)
         except ValueError:
             raise self.error("expected a parameter number", self.operands_start) from None
-
-    @property
-    def literal_preview(self) -> str:
-        """The start of a constant's literal; the literal itself is never materialised."""
-        literal = self.operand_text.strip()
-        return literal if len(literal) <= LITERAL_PREVIEW_CHARS else (
-            literal[:LITERAL_PREVIEW_CHARS] + f"... ({len(literal)} chars)")
 
     # --- attributes ------------------------------------------------------------------------
     @property

@@ -165,11 +165,6 @@ class HloModule:
         return int(self.raw_attribute("replica_count") or 1)
 
     @property
-    def frontend_attributes(self) -> dict[str, str]:
-        raw = self.raw_attribute("frontend_attributes")
-        return attr.key_values(raw) if raw else {}
-
-    @property
     def entry_computation_layout(self) -> tuple[tuple[Shape, ...], Shape] | None:
         """(parameter shapes, result shape) from `entry_computation_layout={(...)->...}`."""
         raw = self.raw_attribute("entry_computation_layout")
@@ -190,19 +185,6 @@ class HloModule:
             return ()
         return tuple(_alias_entries(raw))
 
-    @property
-    def buffer_donors(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
-        """(parameter number, parameter index) for each `buffer_donor={ (0, {}), ... }` entry."""
-        raw = self.raw_attribute("buffer_donor")
-        if not raw:
-            return ()
-        donors = []
-        for pair in _PAIR.finditer(raw.strip()[1:-1]):
-            donors.append((int(pair.group(1)), attr.int_list(pair.group(2))))
-        return tuple(donors)
-
-
-_PAIR = re.compile(r"\(\s*(\d+)\s*,\s*(\{[^}]*\})\s*\)")
 _ALIAS = re.compile(r"(\{[^}]*\})\s*:\s*\(\s*(\d+)\s*,\s*(\{[^}]*\})\s*(?:,\s*([\w-]+))?\s*\)")
 
 

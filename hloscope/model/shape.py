@@ -27,10 +27,6 @@ ELEMENT_BITS: dict[str, int] = {
     "token": 0, "opaque": 0,
 }
 
-FLOATING_TYPES = frozenset(
-    name for name in ELEMENT_BITS if name.startswith(("f", "bf"))
-)
-COMPLEX_TYPES = frozenset({"c64", "c128"})
 TUPLE = "tuple"
 UNBOUNDED = -1
 

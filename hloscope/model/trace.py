@@ -69,11 +69,3 @@ class Trace:
     @property
     def device_planes(self) -> list[str]:
         return [plane for plane in self.planes if plane.startswith("/device:")]
-
-    def module_names(self) -> dict[int, str]:
-        """program id -> module name, from the embedded modules and the events."""
-        names = {m.program_id: m.name for m in self.modules}
-        for event in self.events:
-            if event.program_id is not None:
-                names.setdefault(event.program_id, event.module)
-        return names

@@ -199,11 +199,6 @@ def param_count(config: TransformerConfig) -> int:
     return embedding_param_count(config) + blocks + norm_param_count(config)
 
 
-def block_param_count(d_model: int, d_ff: int) -> int:
-    """Parameters of one GPT-style block: attention, MLP and two LayerNorms (with biases)."""
-    return block_param_count_of(TransformerConfig(d_model=d_model, n_heads=1, d_ff=d_ff))
-
-
 def closed_form_param_count(d_model: int, vocab: int, n_layers: int, seq_len: int) -> int:
     """N = h*v + L*(12h^2 + 13h) + 2h + s*h, the GPT count when d_ff = 4h."""
     h = d_model

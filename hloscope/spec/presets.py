@@ -15,7 +15,6 @@ presets shard parameters and optimizer state (FSDP) and scan over layers by defa
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from hloscope.errors import UsageError
@@ -63,9 +62,3 @@ def preset_config(name: str, **overrides: Any) -> TransformerConfig:
         raise UsageError(f"unknown model {name!r}; known: {', '.join(PRESETS)}")
     given = {key: value for key, value in overrides.items() if value is not None}
     return TransformerConfig.from_dict({**values, **given})
-
-
-def with_overrides(config: TransformerConfig, **overrides: Any) -> TransformerConfig:
-    """`config` with the non-None `overrides` applied (validated again)."""
-    given = {key: value for key, value in overrides.items() if value is not None}
-    return dataclasses.replace(config, **given)

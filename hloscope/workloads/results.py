@@ -15,8 +15,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-STATUSES = ("ok", "oom", "error", "crash", "timeout")
-
 
 @dataclass(frozen=True)
 class MemoryFigures:

@@ -155,26 +155,6 @@ def abstract_batch(config: TransformerConfig, sharding: Any = None) -> dict[str,
     return {"tokens": token, "targets": token}
 
 
-def init_params(config: TransformerConfig, key: jax.Array) -> Tree:
-    """Real parameters (normal(0.02) weights, zero biases, unit norm scales)."""
-    shapes = param_shapes(config)
-    leaves, treedef = jax.tree.flatten_with_path(shapes, is_leaf=_is_shape)
-    keys = jax.random.split(key, len(leaves))
-    dtype = jnp.dtype(config.param_dtype)
-    values = [_init_leaf(path, shape, k, dtype) for (path, shape), k in zip(leaves, keys,
-                                                                             strict=True)]
-    return jax.tree.unflatten(treedef, values)
-
-
-def _init_leaf(path: Any, shape: Shape, key: jax.Array, dtype: Any) -> jax.Array:
-    name = _path_names(path)[-1]
-    if name == "scale":
-        return jnp.ones(shape, dtype)
-    if name in ("b", "bias"):
-        return jnp.zeros(shape, dtype)
-    return (0.02 * jax.random.normal(key, shape, jnp.float32)).astype(dtype)
-
-
 def forward(params: Tree, tokens: jax.Array, config: TransformerConfig,
             mesh: Mesh | None = None) -> jax.Array:
     """Logits [batch, seq, vocab] in the compute dtype."""

@@ -101,11 +101,6 @@ class CostAnalysis:
     def computation_total(self, name: str) -> Cost:
         return self.computation_costs(name).total
 
-    def instruction_costs(self, name: str) -> list[tuple[Instruction, Cost]]:
-        """Each instruction of a computation with its inclusive cost (loops multiplied out)."""
-        costs = self.computation_costs(name).costs
-        return list(zip(self.graph(name).computation.instructions, costs, strict=True))
-
     def trip_count(self, computation: str, loop: Instruction) -> TripCount:
         key = (computation, loop.name)
         found = self._trips.get(key)

@@ -40,7 +40,6 @@ from hloscope.parsers.xla_memory.hlo_proto import read_hlo_proto
 from hloscope.parsers.xla_memory.live_range import read_live_range
 from hloscope.parsers.xla_memory.usage_report import label_tables, read_usage_report
 
-STAGE = "after_optimizations"
 SUFFIXES = {
     "buffer_assignment": "-buffer-assignment.txt",
     "buffer_values": "-buffer-assignment-values.txt",
