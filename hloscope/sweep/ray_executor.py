@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from hloscope.errors import ClusterUnreachableError, UsageError
+from hloscope.optional import require
 from hloscope.sweep.executors import Completion, ExecutorSpec
 from hloscope.sweep.tasks import CompileTask, run_task
 
@@ -27,11 +28,7 @@ _GIB = 1 << 30
 
 
 def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise UsageError("--executor ray needs Ray: pip install 'hloscope[ray]'") from None
-    return ray
+    return require("ray", "ray", "--executor ray needs Ray")
 
 
 class RayExecutor:

@@ -39,6 +39,7 @@ from typing import Any
 
 from hloscope.errors import UsageError
 from hloscope.model.module import HloModule
+from hloscope.optional import require
 from hloscope.spec.targets import Target, parse_target
 from hloscope.workloads.capture_folder import (
     DUMP,
@@ -265,11 +266,8 @@ def _compile_in_child(fn: Callable[..., Any], portable: tuple[Any, ...], target:
 
 
 def _pickled(value: Any, fn: Callable[..., Any]) -> bytes:
-    try:
-        import cloudpickle
-    except ImportError:
-        raise UsageError("from_jax for TPU and GPU targets needs cloudpickle: "
-                         "pip install 'hloscope[tpu]' (or cloudpickle)") from None
+    cloudpickle = require("cloudpickle", "tpu", "from_jax for TPU and GPU targets needs "
+                                                "cloudpickle")
     modules = _modules_by_value(fn)
     for module in modules:
         cloudpickle.register_pickle_by_value(module)

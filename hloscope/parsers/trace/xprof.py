@@ -9,7 +9,6 @@ assignment gives it (arguments, temporaries, outputs; padded), not hloscope's li
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
@@ -18,6 +17,8 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from hloscope.optional import available
 
 MIB = 1 << 20
 
@@ -29,13 +30,9 @@ class XprofMemory:
     peak_unpadded_heap_bytes: int
 
 
-def xprof_available() -> bool:
-    return importlib.util.find_spec("xprof") is not None
-
-
 def xprof_peak_heap(xplane: Path, module: str, program_id: int | None) -> XprofMemory | None:
     """memory_viewer's peak heap of a program of an XSpace file; None when xprof gives none."""
-    if not xprof_available():
+    if not available("xprof"):
         return None
     from xprof.convert import raw_to_tool_data
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from hloscope.analyses.memory.analysis import MemoryResult, TimelineStep
 from hloscope.errors import UsageError
+from hloscope.optional import require
 from hloscope.units import BINARY_UNITS, format_bytes
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -89,10 +90,7 @@ def svg_text(figure: Any) -> str:
 
 
 def load_pyplot() -> Any:
-    try:
-        import matplotlib
-    except ImportError:
-        raise UsageError("plots need matplotlib: pip install 'hloscope[plot]'") from None
+    matplotlib = require("matplotlib", "plot", "plots need matplotlib")
     matplotlib.use("Agg")
     import matplotlib.pyplot as pyplot
 
