@@ -71,12 +71,12 @@ def oom(module: ModuleLike, device: str | None = None, capacity: int | str | Non
     is judged against; `log` is a compile log file. A module from `from_jax` brings its target
     and the compiler's verdict (an OOM's error text)."""
     from hloscope.analyses.oom import OomInputs, diagnose, resolve_capacity
+    from hloscope.devices import check_device_or_capacity
     from hloscope.parsers.compile_log import read_compile_log
     from hloscope.units import parse_bytes
     from hloscope.workloads.capture_folder import read_capture
 
-    if device is not None and capacity is not None:
-        raise UsageError("give device or capacity, not both")
+    check_device_or_capacity(device, capacity)
     loaded = as_module(module)
     captured = read_capture(loaded)
     compile_log = read_compile_log(log) if log is not None else (

@@ -356,6 +356,18 @@ def memory_location(backend: str, number: int) -> MemoryLocation:
     return memory_space(backend, number).location
 
 
+def check_device_or_capacity(device: str | None, capacity: object, *,
+                              options: bool = False) -> None:
+    """A UsageError when a memory limit is given both ways: a device's budget and a capacity.
+
+    Every command and API function that judges a program against one memory limit takes either
+    a device name or a byte count; `options` spells them as the CLI's --device and --capacity.
+    """
+    if device is not None and capacity is not None:
+        dashes = "--" if options else ""
+        raise UsageError(f"give {dashes}device or {dashes}capacity, not both")
+
+
 def memory_budget(device: Device, fraction: float | None = None) -> int | None:
     """Bytes one program may use: TPU usable HBM; GPU total x `fraction` (JAX's default 0.75)."""
     if device.usable_memory_bytes is None:

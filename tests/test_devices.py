@@ -3,23 +3,27 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from conftest import SHARED
 
+from hloscope.cli.main import cli
 from hloscope.devices import (
     DEVICES,
     GIB,
     JAX_DEFAULT_GPU_MEMORY_FRACTION,
     MemoryLocation,
+    check_device_or_capacity,
     get_device,
     memory_budget,
     memory_location,
     memory_space,
     render_gpu_target_config,
 )
-from hloscope.errors import UsageError
+from hloscope.errors import EXIT_USAGE, UsageError
 
 REFERENCE_CONFIGS = SHARED / "reference" / "gpu_target_configs"
 # Usable HBM from libtpu's OOM messages (DESIGN.md "Verified facts"; v2 measured the same way).
@@ -163,3 +167,25 @@ def test_text_proto_reader_handles_nesting_and_comments() -> None:
     parsed = parse_text_proto('# c\na { b: 1 c: "x \\"y\\"" d { e: NONE } }\nf: 1.5\nf: 2')
     assert parsed == {"a": [{"b": [1], "c": ['x "y"'], "d": [{"e": ["NONE"]}]}], "f": [1.5, 2]}
 
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (False, "give device or capacity, not both"),
+    (True, "give --device or --capacity, not both"),
+])
+def test_a_memory_limit_is_given_one_way(options: bool, message: str) -> None:
+    for device, capacity in ((None, None), ("v5e", None), (None, "16GiB"), (None, 0)):
+        check_device_or_capacity(device, capacity, options=options)
+    with pytest.raises(UsageError, match=message):
+        check_device_or_capacity("v5e", "16GiB", options=options)
+
+
+def test_every_caller_checks_device_and_capacity_the_same_way(tmp_path: Path) -> None:
+    import hloscope
+
+    with pytest.raises(UsageError, match="give device or capacity, not both"):
+        hloscope.oom(str(tmp_path / "absent.hlo"), device="v5e", capacity="16GiB")
+    result = CliRunner().invoke(cli, ["report", str(tmp_path / "absent.hlo"), "--device", "v5e",
+                                      "--capacity", "1GiB", "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == EXIT_USAGE
+    assert "give --device or --capacity, not both" in result.output

@@ -6,7 +6,8 @@ from pathlib import Path
 import click
 
 from hloscope.cli.common import emit, output_options
-from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+from hloscope.devices import check_device_or_capacity
+from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.units import parse_bytes
 
 
@@ -42,8 +43,7 @@ def command(source: str, module: str | None, log_path: Path | None, device: str 
     from hloscope.analyses.oom import diagnose, read_inputs, resolve_capacity
     from hloscope.reports.oom import oom_report
 
-    if device is not None and capacity is not None:
-        raise UsageError("give --device or --capacity, not both")
+    check_device_or_capacity(device, capacity, options=True)
     inputs = read_inputs(source, module, log_path)
     given = None if capacity is None else parse_bytes(capacity)
     resolved = resolve_capacity(given, device, inputs.log, inputs.device)

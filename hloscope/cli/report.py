@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from hloscope.devices import check_device_or_capacity
 from hloscope.errors import UsageError
 from hloscope.reports.output import check_writable, write_file
 
@@ -53,8 +54,7 @@ def _check_suffix(output: Path) -> None:
 
 
 def _capacity(device: str | None, capacity: str | None) -> int | None:
-    if device is not None and capacity is not None:
-        raise UsageError("give --device or --capacity, not both")
+    check_device_or_capacity(device, capacity, options=True)
     if capacity is not None:
         from hloscope.units import parse_bytes
 
