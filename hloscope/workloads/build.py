@@ -42,8 +42,9 @@ MODULE_NAME = "jit_train_step"
 MANIFEST, DUMP = BUILD_MANIFEST, BUILD_DUMP_FOLDER
 MEMORY, COST, HLO, LOG = ("memory_analysis.json", "cost_analysis.json", "optimized_hlo.txt",
                           "compile.log")
-_WORKLOAD_SOURCES = ("config.py", "transformer.py", "layers.py", "remat.py", "sharding.py",
-                     "compiler.py", "compile_job.py", "targets.py")
+_WORKLOAD_SOURCES = ("spec/config.py", "workloads/transformer.py", "workloads/layers.py",
+                     "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
+                     "workloads/compile_job.py", "spec/targets.py")  # under hloscope/
 _MODULE_FILE = re.compile(r"^module_(\d+)\.(?P<name>[^.]+)\..*after_optimizations\.txt$")
 
 
@@ -77,9 +78,9 @@ class BuildSpec:
 def workload_source_hash() -> str:
     """A hash of the modules that define the compiled program (a checkout's edits count)."""
     digest = hashlib.sha256()
-    here = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent
     for name in _WORKLOAD_SOURCES:
-        digest.update((here / name).read_bytes())
+        digest.update((package / name).read_bytes())
     return digest.hexdigest()[:16]
 
 
