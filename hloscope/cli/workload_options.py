@@ -15,7 +15,7 @@ from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_n
 from hloscope.spec.config import DTYPES, TransformerConfig
 from hloscope.spec.presets import preset_config, preset_names
 from hloscope.spec.targets import EXAMPLES
-from hloscope.sweep.executors import EXECUTORS, ExecutorSpec
+from hloscope.sweep.executor_base import EXECUTORS, ExecutorSpec
 from hloscope.sweep.grid import Grid, parse_int_list
 from hloscope.workloads.cache import default_cache_dir
 

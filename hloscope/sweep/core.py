@@ -22,7 +22,8 @@ from hloscope.errors import UsageError
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.policies import Variant
 from hloscope.spec.targets import parse_target
-from hloscope.sweep.executors import ExecutorSpec, open_executor
+from hloscope.sweep.executor_base import ExecutorSpec
+from hloscope.sweep.executors import open_executor
 from hloscope.sweep.faults import attempts_to_kill
 from hloscope.sweep.grid import Case, Grid, sweep_cases
 from hloscope.sweep.ranking import Verdict, rank_variants

@@ -1,58 +1,17 @@
 """Where a sweep's compiles run: worker processes on this machine, or Ray tasks (no jax, no ray).
 
-An executor takes `CompileTask`s under tickets and hands back `Completion`s: the task's outcome,
-or — when its worker died (SIGKILL, OOM killer, a lost node) — the reason, so the scheduler can
-retry it. An exception raised by the task itself is raised again by `wait`. `close(cancel=True)`
-kills whatever still runs (the compile children die with their workers).
-
-`LocalExecutor` starts one fresh `spawn` process per task (a fresh interpreter each time, like a
-pool with one task per child, so libtpu's memory goes back to the system), and each death is
-that task's alone. `ray_executor.RayExecutor` is imported only when asked for.
+`open_executor` picks the executor `--executor` names: `local_executor.LocalExecutor`, or
+`ray_executor.RayExecutor`, imported only when asked for (it is the one module that imports
+ray). What they share -- the protocol, `ExecutorSpec` and `Completion` -- is in `executor_base`,
+so neither executor imports this module.
 """
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import signal
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
-from typing import Any, Protocol
+from hloscope.sweep.executor_base import EXECUTORS, Completion, Executor, ExecutorSpec
+from hloscope.sweep.local_executor import LOCAL_SLOTS, LocalExecutor
 
-from hloscope.sweep.tasks import CompileTask, TaskOutcome, run_task
-
-EXECUTORS = ("local", "ray")
-LOCAL_SLOTS = 2  # a TPU compile takes ~2 GB and a core; this machine has two
-
-
-@dataclass(frozen=True)
-class ExecutorSpec:
-    """What `--executor`, `--address` and `--task-memory` asked for."""
-
-    kind: str = "local"
-    address: str | None = None
-    task_memory_gib: float | None = None  # Ray: memory declared per compile
-
-
-@dataclass(frozen=True)
-class Completion:
-    ticket: int
-    outcome: TaskOutcome | None  # None: the worker died
-    lost: str | None = None  # why, when it died
-
-
-class Executor(Protocol):
-    name: str
-
-    def default_slots(self) -> int: ...
-
-    def submit(self, ticket: int, task: CompileTask) -> None: ...
-
-    def wait(self, timeout: float) -> list[Completion]: ...
-
-    def close(self, cancel: bool) -> None: ...
+__all__ = ["EXECUTORS", "LOCAL_SLOTS", "Completion", "Executor", "ExecutorSpec",
+           "LocalExecutor", "open_executor"]
 
 
 def open_executor(spec: ExecutorSpec, backend: str) -> Executor:
@@ -61,93 +20,3 @@ def open_executor(spec: ExecutorSpec, backend: str) -> Executor:
 
         return RayExecutor.connect(spec, backend)
     return LocalExecutor()
-
-
-@dataclass
-class _Job:
-    process: BaseProcess
-    reader: Connection
-
-
-class LocalExecutor:
-    name = "local"
-
-    def __init__(self) -> None:
-        self._context = multiprocessing.get_context("spawn")
-        self._jobs: dict[int, _Job] = {}
-
-    def default_slots(self) -> int:
-        return LOCAL_SLOTS
-
-    def submit(self, ticket: int, task: CompileTask) -> None:
-        reader, writer = self._context.Pipe(duplex=False)
-        process = self._context.Process(target=_serve, args=(task, writer),
-                                        name=f"hloscope-worker-{ticket}")
-        with _sigint_ignored():  # inherited: a Ctrl-C is the driver's alone to handle
-            process.start()
-        writer.close()
-        self._jobs[ticket] = _Job(process, reader)
-
-    def wait(self, timeout: float) -> list[Completion]:
-        owners: dict[Any, int] = {}
-        for ticket, job in self._jobs.items():
-            owners[job.reader] = owners[job.process.sentinel] = ticket
-        ready = wait(list(owners), timeout)
-        return [self._collect(ticket) for ticket in sorted({owners[item] for item in ready})]
-
-    def _collect(self, ticket: int) -> Completion:
-        job = self._jobs.pop(ticket)
-        try:
-            kind, payload = job.reader.recv()
-        except (EOFError, OSError):
-            kind, payload = "lost", None
-        job.reader.close()
-        job.process.join()
-        if kind == "ok":
-            return Completion(ticket, payload)
-        if kind == "error":
-            raise payload
-        return Completion(ticket, None, f"worker process died: {_exit_text(job.process)}")
-
-    def close(self, cancel: bool) -> None:
-        for job in self._jobs.values():
-            if cancel:
-                job.process.kill()
-            job.process.join()
-            job.reader.close()
-        self._jobs.clear()
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _serve(task: CompileTask, writer: Connection) -> None:
-    """A worker process (SIGINT ignored: on Ctrl-C the driver kills the workers)."""
-    try:
-        message: tuple[str, Any] = ("ok", run_task(task))
-    except Exception as error:  # raised again in the driver
-        message = ("error", error)
-    try:
-        writer.send(message)
-    except Exception as error:  # the exception itself does not pickle
-        writer.send(("error", RuntimeError(f"{type(error).__name__}: {error}")))
-    writer.close()
-
-
-def _exit_text(process: BaseProcess) -> str:
-    code = process.exitcode
-    if code is not None and code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit status {code}"

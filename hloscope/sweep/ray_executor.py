@@ -18,7 +18,7 @@ from typing import Any
 
 from hloscope.errors import ClusterUnreachableError, UsageError
 from hloscope.optional import require
-from hloscope.sweep.executors import Completion, ExecutorSpec
+from hloscope.sweep.executor_base import Completion, ExecutorSpec
 from hloscope.sweep.tasks import CompileTask, run_task
 
 TASK_MEMORY_GIB = {"cpu": 1.0, "gpu": 2.0, "tpu": 3.0}  # a compile's resident size, measured

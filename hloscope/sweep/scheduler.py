@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hloscope.sweep.executors import Completion, Executor
+from hloscope.sweep.executor_base import Completion, Executor
 from hloscope.sweep.search import BatchSearch, FixedBatch
 from hloscope.sweep.tasks import (
     CompileTask,
