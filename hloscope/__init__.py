@@ -26,6 +26,7 @@ from hloscope.errors import HloscopeError, InputError, ParseError
 from hloscope.model.module import Computation, HloModule
 from hloscope.parsers.load import load_all
 from hloscope.parsers.load import load_input as load
+from hloscope.reports import tables as _tables  # noqa: F401  (registers to_pandas()'s tables)
 
 __version__ = "0.1.0"
 

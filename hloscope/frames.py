@@ -1,38 +1,62 @@
-"""pandas views of analysis results: one tidy DataFrame per table.
+"""pandas views of analysis results: the `DataFrames` mixin and the registry of result tables.
 
-A result's tables are the Report tables its command shows, built without truncation (no
-`--top`, no "(N more)" rows), so a frame's column sums equal the JSON document's totals. Column
-kinds say the dtypes: bytes, FLOPs and counts are integers (nullable `Int64` where a cell can be
-empty), text columns whose values repeat, or that name a category, are `category`.
+A result class gets `to_pandas()` from the `DataFrames` mixin; what its frames hold is decided in
+the reports layer, which registers a tables factory for the class with `register_tables`:
 
-Wiring a result is one entry in `TABLE_FACTORIES` (the result's class name -> a function
-returning its tables) and the `DataFrames` mixin on its class. pandas is imported only when a
-frame is made: importing hloscope never imports it.
+    @register_tables(FlopsResult)
+    def flops_tables(result: FlopsResult) -> list[Table]: ...
+
+This module sits below the analyses (which mix `DataFrames` in) and knows nothing of the reports:
+a table is anything with a `name` and a `to_frame()`, and the registry is filled when
+`hloscope.reports.tables` is imported (`import hloscope` does it). A result whose class, and
+every base class, has no factory raises a TypeError. pandas is imported only when a frame is
+made: importing hloscope never imports it.
 """
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import pandas
 
-    from hloscope.reports.report import Table
 
-INTEGER_KINDS = frozenset({"int", "bytes", "flops"})
-CATEGORICAL_KEYS = frozenset({"category", "phase", "opcode", "layer", "outcome", "status",
-                              "location", "backend", "fits", "kind", "severity"})
+class FramedTable(Protocol):
+    """A table as `to_pandas()` needs it: a name and its rows as one DataFrame."""
 
-TABLE_FACTORIES: dict[str, str] = {
-    "InspectResult": "hloscope.reports.tables:inspect_tables",
-    "FlopsResult": "hloscope.reports.tables:flops_tables",
-    "RematResult": "hloscope.reports.tables:remat_tables",
-    "MemoryResult": "hloscope.reports.tables:memory_tables",
-    "OomDiagnosis": "hloscope.reports.tables:oom_tables",
-    "CompareResult": "hloscope.reports.tables:compare_tables",
-}
-"""Result class name -> "module:function" giving its tables (imported when first used)."""
+    @property
+    def name(self) -> str: ...
+
+    def to_frame(self) -> pandas.DataFrame: ...
+
+
+TablesFactory = Callable[[Any], Sequence[FramedTable]]
+Factory = TypeVar("Factory", bound=TablesFactory)
+
+_FACTORIES: dict[type, TablesFactory] = {}
+
+
+def register_tables(result_class: type) -> Callable[[Factory], Factory]:
+    """A decorator registering `factory(result) -> tables` for `result_class` (and subclasses)."""
+    def register(factory: Factory) -> Factory:
+        _FACTORIES[result_class] = factory
+        return factory
+    return register
+
+
+def tables_factory(result_class: type) -> TablesFactory:
+    """The factory registered for `result_class` or its nearest base class; TypeError if none."""
+    for cls in result_class.__mro__:
+        factory = _FACTORIES.get(cls)
+        if factory is not None:
+            return factory
+    raise TypeError(f"no tables are registered for {result_class.__name__} "
+                    "(hloscope.reports.tables registers them)")
+
+
+def result_tables(result: Any) -> Sequence[FramedTable]:
+    """The tables of `result`, untruncated."""
+    return tables_factory(type(result))(result)
 
 
 class DataFrames:
@@ -46,62 +70,7 @@ class DataFrames:
 
 
 def to_pandas(result: Any) -> pandas.DataFrame | dict[str, pandas.DataFrame]:
-    frames = {table.name: table_frame(table) for table in result_tables(result)}
+    frames = {table.name: table.to_frame() for table in result_tables(result)}
     if len(frames) == 1:
         return next(iter(frames.values()))
     return frames
-
-
-def result_tables(result: Any) -> list[Table]:
-    """The tables of `result`, by the factory registered for its class (or a base class)."""
-    for cls in type(result).__mro__:
-        reference = TABLE_FACTORIES.get(cls.__name__)
-        if reference is not None:
-            return _factory(reference)(result)
-    raise TypeError(f"no tables are registered for {type(result).__name__}")
-
-
-def _factory(reference: str) -> Callable[[Any], list[Table]]:
-    module_name, _, attribute = reference.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
-
-
-def table_frame(table: Table) -> pandas.DataFrame:
-    """The rows of `table` as a frame: the table's columns first (its keys), then any other key
-    the row dicts carry; dtypes from the column kinds."""
-    import pandas
-
-    keys = [column.key for column in table.columns]
-    keys += [key for row in table.rows for key in row if key not in keys]
-    keys = list(dict.fromkeys(keys))
-    frame = pandas.DataFrame([[_raw(row.get(key)) for key in keys] for row in table.rows],
-                             columns=keys)
-    kinds = {column.key: column.kind for column in table.columns}
-    for key in keys:
-        frame[key] = _typed(frame[key], kinds.get(key), key)
-    return frame
-
-
-def _raw(value: Any) -> Any:
-    """A summary-style cell (`Quantity`) as its value: frames hold numbers, not display units."""
-    from hloscope.reports.report import Quantity
-
-    return value.value if isinstance(value, Quantity) else value
-
-
-def _typed(series: pandas.Series, kind: str | None, key: str) -> pandas.Series:
-    values = [v for v in series if v is not None]
-    integers = bool(values) and all(_is_int(v) for v in values)
-    if integers and (kind in INTEGER_KINDS or kind is None):
-        return series.astype("Int64" if len(values) < len(series) else "int64")
-    if all(isinstance(v, str) for v in values) and values and _is_categorical(values, key):
-        return series.astype("category")
-    return series
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_categorical(values: list[str], key: str) -> bool:
-    return key in CATEGORICAL_KEYS or len(set(values)) < len(values)

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+if TYPE_CHECKING:
+    import pandas
 
 ColumnKind = Literal["text", "int", "bytes", "flops", "flop_rate", "ratio", "percent"]
 """How a value is shown to humans. "percent" values are fractions (0.25 is shown as 25.0%);
@@ -54,6 +57,15 @@ class Table:
     title: str
     columns: list[Column]
     rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_frame(self) -> pandas.DataFrame:
+        """All rows as a pandas DataFrame, dtypes from the column kinds (see frames.py); a
+        summary-style cell (`Quantity`) is its value: frames hold numbers, not display units."""
+        from hloscope.reports.frames import rows_frame
+
+        rows = [{key: value.value if isinstance(value, Quantity) else value
+                 for key, value in row.items()} for row in self.rows]
+        return rows_frame([(column.key, column.kind) for column in self.columns], rows)
 
 
 @dataclass(frozen=True, slots=True)

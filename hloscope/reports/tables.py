@@ -1,36 +1,43 @@
 """Every table of a result, untruncated: what `to_pandas()` turns into DataFrames.
 
 The command reports show one breakdown and the top rows; these give all of them and every row
-(no "(N more)" row), so each frame's column sums are the result's totals.
+(no "(N more)" row), so each frame's column sums are the result's totals. Each factory is
+registered for its result class with `hloscope.frames.register_tables`; `import hloscope`
+imports this module, so every result's `to_pandas()` finds its tables.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from hloscope.analyses.cost.flops import BREAKDOWNS, FlopsResult
 from hloscope.analyses.cost.remat import RematResult
+from hloscope.analyses.gate.compare import CompareResult
 from hloscope.analyses.memory.analysis import GROUPINGS, MemoryResult
+from hloscope.analyses.oom.diagnosis import OomDiagnosis
 from hloscope.analyses.summary.inspect import InspectResult
+from hloscope.frames import register_tables
 from hloscope.reports.flops import breakdown_table
 from hloscope.reports.inspect import inspect_report
 from hloscope.reports.memory import group_table, live_table, timeline_table
 from hloscope.reports.report import Column, Table
 
 
+@register_tables(InspectResult)
 def inspect_tables(result: InspectResult) -> list[Table]:
     return inspect_report(result).tables
 
 
+@register_tables(FlopsResult)
 def flops_tables(result: FlopsResult) -> list[Table]:
     return [breakdown_table(result.rows(by), by, result.total.flops, None)
             for by in BREAKDOWNS if by in result.breakdowns]
 
 
+@register_tables(RematResult)
 def remat_tables(result: RematResult) -> list[Table]:
     return [breakdown_table(result.rows(by), by, result.recompute_flops, None)
             for by in ("layer", "scope")]
 
 
+@register_tables(MemoryResult)
 def memory_tables(result: MemoryResult) -> list[Table]:
     return [live_table(result.live_at_peak, None), timeline_table(result.timeline),
             _spaces_table(result), *(group_table(result, by) for by in GROUPINGS)]
@@ -45,13 +52,15 @@ def _spaces_table(result: MemoryResult) -> Table:
                  [space.to_dict() for space in result.spaces])
 
 
-def oom_tables(diagnosis: Any) -> list[Table]:
+@register_tables(OomDiagnosis)
+def oom_tables(diagnosis: OomDiagnosis) -> list[Table]:
     from hloscope.reports.oom import oom_report
 
     return oom_report(diagnosis).tables
 
 
-def compare_tables(result: Any) -> list[Table]:
+@register_tables(CompareResult)
+def compare_tables(result: CompareResult) -> list[Table]:
     from hloscope.reports.compare import compare_report
 
     return compare_report(result).tables
