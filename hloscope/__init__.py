@@ -27,8 +27,7 @@ from hloscope.model.module import Computation, HloModule
 from hloscope.parsers.load import load_all
 from hloscope.parsers.load import load_input as load
 from hloscope.reports import tables as _tables  # noqa: F401  (registers to_pandas()'s tables)
-
-__version__ = "0.1.0"
+from hloscope.version import __version__
 
 __all__ = [
     "Computation",
@@ -51,4 +50,5 @@ __all__ = [
     "oom",
     "remat",
     "report",
+    "__version__",
 ]

@@ -24,8 +24,8 @@ from typing import Any
 
 import click
 
-from hloscope import __version__
 from hloscope.errors import EXIT_OK, EXIT_USAGE, HloscopeError, ParseError
+from hloscope.version import __version__
 
 EXIT_INTERNAL_ERROR = 70
 EXIT_INTERRUPTED = 130

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hloscope import __version__
 from hloscope.errors import InputError, OutputExistsError
 from hloscope.parsers.load import BUILD_DUMP_FOLDER, BUILD_MANIFEST, BUILD_MANIFEST_SCHEMA
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.targets import parse_target
+from hloscope.version import __version__
 from hloscope.workloads.compiler import package_versions
 from hloscope.workloads.fingerprint import file_fingerprint
 from hloscope.workloads.results import CompileResult

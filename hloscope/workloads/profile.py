@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hloscope import __version__
 from hloscope.errors import HloscopeError
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.targets import parse_target
+from hloscope.version import __version__
 from hloscope.workloads.build import prepare_folder
 from hloscope.workloads.compiler import package_versions
 from hloscope.workloads.runner import child_environment, run_child, tail_of_log
