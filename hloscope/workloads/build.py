@@ -44,7 +44,8 @@ MEMORY, COST, HLO, LOG = ("memory_analysis.json", "cost_analysis.json", "optimiz
                           "compile.log")
 _WORKLOAD_SOURCES = ("spec/config.py", "workloads/transformer.py", "workloads/layers.py",
                      "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
-                     "workloads/compile_job.py", "spec/targets.py")  # under hloscope/
+                     "workloads/compile_job.py", "spec/targets.py",
+                     "workloads/topology.py")  # under hloscope/
 _MODULE_FILE = re.compile(r"^module_(\d+)\.(?P<name>[^.]+)\..*after_optimizations\.txt$")
 
 
