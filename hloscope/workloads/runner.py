@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope.formats.compile_record import CompileResult
 from hloscope.spec.targets import parse_target, target_environment
 from hloscope.workloads.compile_job import PARENT_PID_ENV
-from hloscope.workloads.results import CompileResult
 
 TRANSFORMER_BUILDER = "hloscope.workloads.transformer:build_train_step"
 LOG_TAIL_LINES = 40
