@@ -86,9 +86,8 @@ class Program:
     @property
     def target(self) -> str | None:
         """The target it was compiled for (`tpu:v5e:2x2`), from a build or a capture."""
-        build = self.given_build or self.build
-        if build is not None:
-            return build.target
+        if self.build is not None:
+            return self.build.target
         return None if self.capture is None else self.capture.target
 
     @cached_property
