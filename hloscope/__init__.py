@@ -3,6 +3,7 @@
 Importing hloscope never imports jax or pandas (jax: `from_jax` only; pandas: `to_pandas()`).
 
     module = hloscope.load("dump_dir/")          # a file, .gz, dump folder, "-" or HLO text
+    program = hloscope.load_program("build_dir/")  # the module and its side files, found once
     module = hloscope.from_jax(step, state, batch, target="tpu:v5e:2x2")  # compile and load
     summary = hloscope.inspect(module)           # op counts, parameters, outputs, FLOP totals
     costs = hloscope.flops(module, by="layer")   # FLOPs by opcode, scope, layer and phase
@@ -10,22 +11,43 @@ Importing hloscope never imports jax or pandas (jax: `from_jax` only; pandas: `t
     peak = hloscope.memory(module)               # the live peak, its buffers, the timeline
     why = hloscope.oom(module, device="v5e")     # does it fit, and what would make it fit
     hloscope.report(module, output="report.html")  # one self-contained HTML page
+    baseline = hloscope.snapshot(module, output="baseline.json")  # the figures CI keeps
+    verdict = hloscope.check(module, "baseline.json", max_peak_increase="2%")  # the CI gate
+    timings = hloscope.trace("profile_dir/")     # a profiler trace joined to the HLO
+    built = hloscope.build("out/", model="tiny", policy="full", target="tpu:v5e:2x2")
+    ranked = hloscope.sweep(model="tiny", target="tpu:v5e:2x2", output="sweep_dir/")
 
 Every result has `.to_dict()` (the `--format json` document) and `.to_pandas()` (one DataFrame
 per table; a dict of them when there are several).
 """
 from __future__ import annotations
 
+import sys
+import types
+
 from hloscope.analyses.cost import CostOptions
 from hloscope.analyses.cost.flops import FlopsResult
 from hloscope.analyses.cost.remat import RematResult, remat
 from hloscope.analyses.memory.analysis import MemoryResult
 from hloscope.analyses.summary.inspect import InspectResult, inspect
-from hloscope.api import compare, flops, from_jax, memory, oom, report
+from hloscope.api import (
+    build,
+    check,
+    compare,
+    flops,
+    from_jax,
+    memory,
+    oom,
+    report,
+    snapshot,
+    sweep,
+    trace,
+)
 from hloscope.errors import HloscopeError, InputError, ParseError
+from hloscope.loader.hlo_input import load_all
+from hloscope.loader.hlo_input import load_input as load
+from hloscope.loader.program import Program, load_program
 from hloscope.model.module import Computation, HloModule
-from hloscope.parsers.load import load_all
-from hloscope.parsers.load import load_input as load
 from hloscope.reports import tables as _tables  # noqa: F401  (registers to_pandas()'s tables)
 from hloscope.version import __version__
 
@@ -39,16 +61,42 @@ __all__ = [
     "InspectResult",
     "MemoryResult",
     "ParseError",
+    "Program",
     "RematResult",
+    "build",
+    "check",
     "compare",
     "flops",
     "from_jax",
     "inspect",
     "load",
     "load_all",
+    "load_program",
     "memory",
     "oom",
     "remat",
     "report",
     "__version__",
+    "snapshot",
+    "sweep",
+    "trace",
 ]
+
+
+class _Package(types.ModuleType):
+    """`hloscope.sweep` is both the API function and the subpackage of sweeps. Importing a
+    subpackage sets it as an attribute of its parent, which would replace the function; as a
+    property of the package's class, the function stays what `hloscope.sweep` names (the
+    subpackage is still imported as usual: `from hloscope.sweep.core import ...`)."""
+
+    @property
+    def sweep(self) -> types.FunctionType:
+        return self.__dict__.get("_sweep_function", sweep)
+
+    @sweep.setter
+    def sweep(self, value: object) -> None:
+        if not isinstance(value, types.ModuleType):  # a test may replace the function
+            self.__dict__["_sweep_function"] = value
+
+
+sys.modules[__name__].__class__ = _Package

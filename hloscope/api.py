@@ -1,9 +1,12 @@
-"""The Python API behind `hloscope/__init__.py`: the analyses a command runs, on a loaded module.
+"""The Python API behind `hloscope/__init__.py`: one function per command, on anything loaded.
 
 Each function returns the result object the CLI renders; every result has `.to_dict()` (the
-JSON document of `--format json`, without its "schema" key) and `.to_pandas()` (one DataFrame
-per table, see `hloscope.frames`). A `module` argument is an `HloModule` from `load()` or
-`from_jax()`, or anything `load()` takes (a path, a dump folder, HLO text).
+JSON document of `--format json`, without its "schema" key) and most have `.to_pandas()` (one
+DataFrame per table, see `hloscope.frames`). A program argument is a `Program` from
+`load_program()`, an `HloModule` from `load()` or `from_jax()`, or anything `load()` takes (a
+path, a dump or build folder, HLO text); side files (XLA's memory files, a build manifest, a
+capture record, the compile log) are found by the loader, once. The CLI commands call these
+functions (or, where they need an intermediate for their report, the same analyses they call).
 """
 from __future__ import annotations
 
@@ -15,19 +18,31 @@ from typing import TYPE_CHECKING, Any
 from hloscope.analyses.cost import CostOptions
 from hloscope.analyses.cost.flops import BREAKDOWNS, DEFAULT_SCOPE_DEPTH, FlopsResult
 from hloscope.analyses.memory.analysis import MemoryResult
-from hloscope.errors import UsageError
+from hloscope.errors import InputError, UsageError
+from hloscope.loader.hlo_input import load_input
+from hloscope.loader.program import Program, as_program, load_program
 from hloscope.model.module import HloModule
-from hloscope.parsers.load import load_input
 
 if TYPE_CHECKING:
+    from hloscope.analyses.gate.check import CheckResult
     from hloscope.analyses.gate.compare import CompareResult
     from hloscope.analyses.oom import OomDiagnosis
+    from hloscope.analyses.summary.overview import OverviewSet
+    from hloscope.analyses.summary.variant import BuildSummary
+    from hloscope.analyses.trace.analysis import TraceResult
+    from hloscope.formats.snapshot import Snapshot
+    from hloscope.spec.config import TransformerConfig
+    from hloscope.sweep.core import SweepListener, SweepRequest, SweepResult
+    from hloscope.sweep.executors import ExecutorSpec
+    from hloscope.sweep.grid import Grid
 
-ModuleLike = HloModule | str | Path
+ModuleLike = Program | HloModule | str | Path
 
 
 def as_module(module: ModuleLike) -> HloModule:
-    """`module` itself, or the module `load()` reads from a path or text."""
+    """The module of `module`: itself, a program's, or the one `load()` reads."""
+    if isinstance(module, Program):
+        return module.module
     return module if isinstance(module, HloModule) else load_input(module)
 
 
@@ -54,40 +69,31 @@ def memory(module: ModuleLike, backend: str | None = None,
     """The live peak of a scheduled module, the buffers live at it and the timeline; when the
     module was read from an XLA dump (or made by `from_jax`), XLA's own live-range peak and
     allocation too (`result.xla`)."""
-    from hloscope.analyses.memory.analysis import memory as analyse
-    from hloscope.analyses.memory.analysis import xla_figures
-    from hloscope.analyses.memory.liveness.spaces import detect_backend
+    from hloscope.analyses.memory.analysis import program_memory
 
-    loaded = as_module(module)
-    backend = backend or detect_backend(loaded)
-    xla = xla_figures(loaded.source, None, backend) if _is_file(loaded.source) else None
-    return analyse(loaded, backend=backend, xla=xla, scope_depth=scope_depth)
+    return program_memory(as_program(module), backend, scope_depth)
 
 
 def oom(module: ModuleLike, device: str | None = None, capacity: int | str | None = None,
-        log: str | Path | None = None) -> OomDiagnosis:
+        log: str | Path | None = None, sweep: str | Path | None = None,
+        top: int = 10) -> OomDiagnosis:
     """Why the program does (or does not) fit one device: the verdict, what is live at the
     peak, and remedies. `device` (v5e, h100, ...) or `capacity` (bytes, or "16GiB") sets what it
-    is judged against; `log` is a compile log file. A module from `from_jax` brings its target
-    and the compiler's verdict (an OOM's error text)."""
-    from hloscope.analyses.oom import OomInputs, diagnose, resolve_capacity
+    is judged against; `log` is a compile log file. A build folder brings its model config and
+    target, a module from `from_jax` its target and the compiler's verdict (an OOM's error
+    text); `sweep` (a `hloscope sweep -o DIR` folder) adds its compiled variants to the
+    remedies."""
+    from hloscope.analyses.oom import diagnose, oom_inputs, resolve_capacity
     from hloscope.devices import check_device_or_capacity
-    from hloscope.parsers.compile_log import read_compile_log
+    from hloscope.formats.sweep import read_sweep
     from hloscope.units import parse_bytes
-    from hloscope.workloads.capture_folder import read_capture
 
     check_device_or_capacity(device, capacity)
-    loaded = as_module(module)
-    captured = read_capture(loaded)
-    compile_log = read_compile_log(log) if log is not None else (
-        captured.compile_log() if captured else None)
-    inputs = OomInputs(loaded, loaded.source if _is_file(loaded.source) else None, compile_log,
-                       target=captured.target if captured else None,
-                       device=captured.device if captured else None,
-                       devices=loaded.num_partitions)
+    inputs = oom_inputs(as_program(module, log_path=log))
     given = parse_bytes(capacity) if isinstance(capacity, str) else capacity
-    resolved = resolve_capacity(given, device, compile_log, inputs.device)
-    return diagnose(inputs, resolved)
+    resolved = resolve_capacity(given, device, inputs.log, inputs.device)
+    rows = None if sweep is None else read_sweep(Path(sweep)).variants
+    return diagnose(inputs, resolved, rows, top)
 
 
 def compare(a: ModuleLike, b: ModuleLike, device: str | None = None) -> CompareResult:
@@ -98,30 +104,194 @@ def compare(a: ModuleLike, b: ModuleLike, device: str | None = None) -> CompareR
     from hloscope.devices import get_device
 
     target = get_device(device) if device is not None else None
-    return compare_modules(as_module(a), as_module(b), target)
+    return compare_modules(as_program(a), as_program(b), target)
+
+
+def snapshot(module: ModuleLike, output: str | Path | None = None,
+             force: bool = False) -> Snapshot:
+    """The figures `check` compares (peak, allocation, FLOPs, recompute, remat and instruction
+    counts, collectives; integers per device) and the toolchain a build manifest records;
+    written to `output` as the baseline JSON when given (an existing file only with `force`)."""
+    from hloscope.analyses.gate.snapshot import snapshot_program
+    from hloscope.formats.snapshot import snapshot_text
+    from hloscope.reports.output import write_file
+
+    program = as_program(module)
+    taken = snapshot_program(program, _label(program)).snapshot
+    if output is not None:
+        write_file(output, snapshot_text(taken), force)
+    return taken
+
+
+def check(module: ModuleLike, baseline: str | Path, max_peak_increase: str | None = None,
+          max_allocation_increase: str | None = None, max_flops_increase: str | None = None,
+          max_remat_increase: int | None = None, max_peak: str | None = None,
+          device: str | None = None, max_step_time_increase: str | None = None) -> CheckResult:
+    """The program against a baseline (from `snapshot`) and thresholds: `result.passed`, the
+    violations, every checked figure, and a toolchain that differs from the baseline's.
+    Increases are "2%" or an amount ("64MiB", "1e9"); `device` adds its memory budget and the
+    estimated step time (`max_step_time_increase`, a percentage, needs it)."""
+    from hloscope.analyses.gate.check import check_program, step_time_threshold, thresholds_for
+    from hloscope.devices import get_device
+    from hloscope.formats.snapshot import read_snapshot
+
+    target = get_device(device) if device is not None else None
+    thresholds = thresholds_for(max_peak_increase, max_allocation_increase, max_flops_increase,
+                                max_remat_increase, max_peak)
+    if max_step_time_increase is not None:
+        if target is None:
+            raise UsageError("max_step_time_increase needs a device")
+        thresholds.append(step_time_threshold(max_step_time_increase))
+    program = as_program(module)
+    return check_program(program, _label(program), read_snapshot(Path(baseline)), thresholds,
+                         target)
+
+
+def trace(source: str | Path, hlo: str | Path | None = None, module: str | None = None,
+          device: str | None = None, peak_dtype: str = "bf16",
+          scope_depth: int = DEFAULT_SCOPE_DEPTH, json_trace: bool = False, xprof: bool = True,
+          export: str | Path | None = None, force: bool = False) -> TraceResult:
+    """A profiler trace (a `hloscope profile` folder, a jax.profiler log dir, an xplane.pb or a
+    trace JSON) joined to the HLO of the program it ran (`hlo`, else the profile folder's dump,
+    else the HloProtos in the trace): self time per op, scope, layer and phase, the remat time
+    share, step times, achieved FLOP/s and MFU where `device`'s peak is known. `export` also
+    writes a Perfetto / Chrome trace JSON (an existing file only with `force`)."""
+    from hloscope.analyses.trace.run import analyse_traced, chrome_trace_of
+    from hloscope.loader.trace import load_traced
+    from hloscope.reports.output import check_writable, write_file
+
+    check_writable(export, force)
+    traced = load_traced(source, hlo, prefer_json=json_trace)
+    result = analyse_traced(traced, device, module, scope_depth, peak_dtype, xprof)
+    if export is not None:
+        import json
+
+        write_file(export, json.dumps(chrome_trace_of(result, traced)) + "\n", force)
+    return result
+
+
+def build(output: str | Path, model: str = "tiny", policy: str = "none", target: str = "cpu",
+          config: TransformerConfig | None = None, force: bool = False,
+          cache: str | Path | None = None, timeout: float = 3600.0,
+          **overrides: Any) -> BuildSummary:
+    """Compiles one remat variant (`policy`) of a built-in transformer (`model`, a preset, with
+    config `overrides` such as n_layers=2, or a whole `config`) for `target` into the build
+    folder `output` (refused when not empty, unless `force`); from the build cache at `cache`
+    when the same program was compiled before. `result.passed` is False when it did not compile
+    or does not fit."""
+    from hloscope.analyses.summary.variant import BuildSummary, variant_figures
+    from hloscope.spec.policies import parse_variant
+    from hloscope.spec.presets import preset_config
+    from hloscope.spec.targets import parse_target
+    from hloscope.workloads.build import BuildSpec, prepare_folder
+    from hloscope.workloads.cache import build_into
+
+    config = config or preset_config(model, **overrides)
+    variant = parse_variant(policy, config)
+    spec = BuildSpec(model, variant.name, parse_target(target).spec, variant.apply(config))
+    folder = Path(output)
+    prepare_folder(folder, force)
+    built, cached = build_into(spec, folder, None if cache is None else Path(cache), timeout)
+    return BuildSummary(built, variant_figures(built, variant.name), cached)
+
+
+def sweep(model: str = "tiny", policies: str = "all", target: str = "cpu",
+          output: str | Path | None = None, config: TransformerConfig | None = None,
+          grid: Grid | None = None, search_batch: bool = False, max_batch: int = 1 << 16,
+          executor: ExecutorSpec | None = None, jobs: int | None = None,
+          retries: int | None = None, cache: str | Path | None = None, timeout: float = 3600.0,
+          force: bool = False, listener: SweepListener | None = None,
+          **overrides: Any) -> SweepResult:
+    """Compiles the remat variants `policies` ("all" or a comma-separated list) of a built-in
+    transformer (`model` with config `overrides`, or a whole `config`) for `target` and ranks
+    them; the winner (`result.winner`) is the fastest that fits. `output` is a folder for
+    sweep.json and every variant's build folder (refused when not empty, unless `force`);
+    `cache` a build cache (one of the two is needed); `grid` sweeps several batch and sequence
+    lengths, `search_batch` finds each variant's largest batch that fits."""
+    from hloscope.sweep.core import run_sweep_folder
+
+    request = sweep_request(model, policies, target, output, config, grid, search_batch,
+                            max_batch, executor, jobs, retries, cache, timeout, **overrides)
+    return run_sweep_folder(request, force, listener)
+
+
+def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu",
+                  output: str | Path | None = None, config: TransformerConfig | None = None,
+                  grid: Grid | None = None, search_batch: bool = False,
+                  max_batch: int = 1 << 16, executor: ExecutorSpec | None = None,
+                  jobs: int | None = None, retries: int | None = None,
+                  cache: str | Path | None = None, timeout: float = 3600.0,
+                  **overrides: Any) -> SweepRequest:
+    """What `sweep` runs, from its arguments (the CLI builds its request here too)."""
+    from hloscope.spec.policies import parse_variants
+    from hloscope.spec.presets import preset_config
+    from hloscope.spec.targets import parse_target
+    from hloscope.sweep.core import SweepRequest
+    from hloscope.sweep.executors import ExecutorSpec
+    from hloscope.sweep.scheduler import DEFAULT_RETRIES
+
+    config = config or preset_config(model, **overrides)
+    return SweepRequest(
+        model=model, base=config, variants=tuple(parse_variants(policies, config)),
+        target=parse_target(target).spec, jobs=jobs, search_batch=search_batch,
+        max_batch=max_batch, cache_root=None if cache is None else Path(cache),
+        out_dir=None if output is None else Path(output), timeout=timeout, grid=grid,
+        executor=executor or ExecutorSpec(),
+        retries=DEFAULT_RETRIES if retries is None else retries)
 
 
 def report(*inputs: ModuleLike, output: str | Path | None = None, force: bool = False,
-           title: str | None = None) -> str:
+           title: str | None = None, module: str | None = None, capacity: int | None = None,
+           top: int = 15) -> str:
     """The self-contained HTML report of one or more modules, dump folders, build folders or a
     sweep folder (what `hloscope report` writes); written to `output` when given (an existing
-    file only with `force`). Returns the HTML."""
-    from hloscope.reports.html_inputs import page_for
+    file only with `force`). `capacity` (bytes per device) judges fit. Returns the HTML."""
+    from hloscope.reports.html_report import report_page
     from hloscope.reports.output import write_file
     from hloscope.reports.renderers.html_page import render_page
 
     if not inputs:
         raise UsageError("report needs at least one input")
-    html = render_page(page_for(list(inputs), title=title))
+    html = render_page(report_page(report_inputs(list(inputs), module, capacity), title, top))
     if output is not None:
         write_file(output, html, force)
     return html
 
 
-def _is_file(source: str) -> bool:
-    if not source or source.startswith("<") or "\n" in source:
-        return False
-    return Path(source).is_file()
+def report_inputs(sources: list[Any], module: str | None = None,
+                  capacity: int | None = None) -> OverviewSet:
+    """Every input of a report loaded and analysed: a sweep folder gives each variant's build
+    (its sweep.json the verdict), anything else one program."""
+    from hloscope.analyses.summary.overview import overview_set
+    from hloscope.formats.sweep import SweepRecord, is_sweep_folder, read_sweep
+
+    programs: list[tuple[str, Program]] = []
+    notes: list[str] = []
+    found: SweepRecord | None = None
+    for source in sources:
+        if is_sweep_folder(source):
+            found = read_sweep(Path(source))
+            for row in found.variants:
+                folder = row.build_in(found.folder)
+                if folder is None:
+                    notes.append(f"{row.variant}: no compiled program ({row.status})")
+                else:
+                    programs.append((row.variant, load_program(folder)))
+        else:
+            program = as_program(source, module)
+            programs.append((_label(program) if isinstance(source, str | Path)
+                             else program.module.name, program))
+    if not programs:
+        raise InputError("no module to report on: " + "; ".join(notes or ["no input"]))
+    return overview_set(programs, capacity, found, notes)
+
+
+def _label(program: Program) -> str:
+    """An input's name in reports: its file or folder name ("<text>" for HLO text)."""
+    source = program.source
+    if source.startswith("<"):
+        return source
+    return Path(source).name or source
 
 
 def from_jax(fn: Any, *args: Any, target: str = "cpu", policy: Any = None,

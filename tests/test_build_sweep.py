@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from hloscope.cli.main import cli
-from hloscope.workloads.build import load_build
+from hloscope.formats.build import read_build
 
 ACCELERATOR_SHAPES = ["--seq", "512", "--batch", "64"]  # the TPU/GPU fixtures' shapes
 
@@ -55,7 +55,7 @@ def test_build_writes_the_folder_and_refuses_to_overwrite(tmp_path: Path) -> Non
     assert code == 2 and "--force" in output
     code, _ = invoke("build", "--model", "tiny", "--target", "cpu", "-o", str(folder),
                      "--force")
-    assert code == 0 and load_build(folder).manifest["variant"] == "none"
+    assert code == 0 and read_build(folder).manifest["variant"] == "none"
 
 
 def sweep(tmp_path: Path, name: str, *args: str) -> tuple[int, dict]:

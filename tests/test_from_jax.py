@@ -19,7 +19,7 @@ from hloscope.cli.main import cli
 from hloscope.errors import UsageError
 from hloscope.spec.presets import preset_config
 from hloscope.workloads import transformer
-from hloscope.workloads.capture_folder import CaptureError, read_capture
+from hloscope.workloads.capture import CaptureError
 
 ACCELERATOR_SHAPES = {"seq_len": 512, "batch": 64}  # the TPU fixtures' (fixtures/README.md)
 
@@ -57,7 +57,7 @@ def test_cpu_from_jax_is_the_module_cli_build_compiles(tmp_path: Path) -> None:
     fn, state, batch = tiny_step(1)
     module = hloscope.from_jax(fn, state, batch, target="cpu", donate_argnums=(0,))
     same_program(module, cli_build("cpu", tmp_path / "build"))
-    captured = read_capture(module)
+    captured = hloscope.load_program(module.source).capture
     assert captured is not None and captured.in_process and captured.status == "ok"
     # XLA's own buffer assignment came along: memory() shows the allocation
     assert hloscope.memory(module).xla.allocation_bytes > 0
@@ -73,7 +73,7 @@ def test_tpu_from_jax_is_the_committed_tpu_build(tmp_path: Path) -> None:
     fixture = FIXTURES / "tpu-v5e-2x2" / "remat-none"
     assert json.loads((fixture / "meta.json").read_text())["config"]["remat"] == "none"
     same_program(module, hloscope.load(fixture))
-    captured = read_capture(module)
+    captured = hloscope.load_program(module.source).capture
     assert captured.target == "tpu:v5e:2x2" and not captured.in_process
     assert captured.device == "v5e"
     assert "cl_" in Path(module.source).name  # libtpu's dump names

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analyses.oom import diagnose, read_inputs, resolve_capacity
+from hloscope.analyses.oom import diagnose, oom_inputs, resolve_capacity
 from hloscope.analyses.summary.variant import reported_device_total
+from hloscope.loader.program import load_program
 from hloscope.spec.policies import parse_variant
 from hloscope.spec.presets import preset_config
 from hloscope.workloads.build import BuildSpec, run_build
@@ -39,7 +40,7 @@ def compile_variant(folder: Path, overrides: dict) -> int:
 def test_remedies_predict_their_compiled_peaks(tmp_path: Path) -> None:
     base = tmp_path / "base"
     compile_variant(base, {})
-    inputs = read_inputs(str(base), None, None)
+    inputs = oom_inputs(load_program(base))
     diagnosis = diagnose(inputs, resolve_capacity(None, None, inputs.log, inputs.device))
     assert diagnosis.fits is False
     compiled = {r.name: compile_variant(tmp_path / r.name.replace(":", "-"), dict(r.config))

@@ -11,7 +11,7 @@ from conftest import FIXTURES
 
 from hloscope.analyses.memory.analysis import memory
 from hloscope.cli.main import cli
-from hloscope.parsers.load import load_file
+from hloscope.parsers.hlo_file import load_file
 
 FOLDER = FIXTURES / "cpu-trace" / "full-scan"
 HLO = next((FOLDER / "hlo").glob("*.txt.gz"))

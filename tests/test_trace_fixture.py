@@ -18,7 +18,7 @@ from hloscope.analyses.cost.flops import flops
 from hloscope.analyses.cost.remat import remat
 from hloscope.analyses.trace.analysis import analyze_trace
 from hloscope.devices import get_device
-from hloscope.parsers.load import load_file
+from hloscope.parsers.hlo_file import load_file
 from hloscope.parsers.trace import load_trace, trace_programs
 from hloscope.parsers.trace.programs import EMBEDDED
 from hloscope.parsers.xla_memory import memory_analysis_figures, parse_hlo_proto

@@ -10,7 +10,7 @@ from jaxlib_descriptors import jaxlib_descriptors
 from hloscope.analyses.trace.analysis import analyze_trace
 from hloscope.cli.main import cli
 from hloscope.devices import get_device
-from hloscope.parsers.load import load_input
+from hloscope.loader.hlo_input import load_input
 from hloscope.parsers.trace import parse_xplane
 from hloscope.parsers.trace.programs import ProgramIndex, TraceProgram
 from hloscope.parsers.trace.xspace_schema import MESSAGES, message_class

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.summary.variant import variant_figures
+from hloscope.api import build
 from hloscope.cli.common import emit
 from hloscope.cli.workload_options import (
     cache_options,
@@ -16,10 +16,6 @@ from hloscope.cli.workload_options import (
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.reports.sweep import build_report
 from hloscope.spec.config import TransformerConfig
-from hloscope.spec.policies import parse_variant
-from hloscope.spec.targets import parse_target
-from hloscope.workloads.build import Build, BuildSpec, prepare_folder, run_build
-from hloscope.workloads.cache import BuildCache, copy_build
 
 
 @click.command("build")
@@ -46,20 +42,6 @@ def command(model: str, config: TransformerConfig, policy: str, target: str, fol
     when the same program was compiled before. Exit status 1 when the variant does not fit or
     did not compile.
     """
-    spec_target = parse_target(target).spec
-    variant = parse_variant(policy, config)
-    spec = BuildSpec(model, variant.name, spec_target, variant.apply(config))
-    prepare_folder(folder, force)
-    build, cached = _build(spec, folder, cache_root, timeout)
-    figures = variant_figures(build, variant.name)
-    emit(build_report(build, figures, cached), fmt, None, False)
-    return EXIT_OK if figures.status == "ok" and figures.fits is not False else EXIT_CHECK_FAILED
-
-
-def _build(spec: BuildSpec, folder: Path, cache_root: Path | None,
-           timeout: float) -> tuple[Build, bool]:
-    """(the build in `folder`, True when it came from the cache)."""
-    if cache_root is None:
-        return run_build(spec, folder, timeout), False
-    build, cached = BuildCache(cache_root).build(spec, timeout)
-    return copy_build(build, folder), cached
+    summary = build(folder, model, policy, target, config, force, cache_root, timeout)
+    emit(build_report(summary), fmt, None, False)
+    return EXIT_OK if summary.passed else EXIT_CHECK_FAILED

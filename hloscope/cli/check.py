@@ -6,18 +6,13 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.gate.check import STEP_TIME, Threshold, check
-from hloscope.analyses.gate.headline import headline
-from hloscope.analyses.gate.snapshot import read_snapshot, take_snapshot
-from hloscope.analyses.summary.overview import overview
+from hloscope.api import check, snapshot
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
-from hloscope.devices import get_device
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
-from hloscope.reports.check import check_report, snapshot_report
-from hloscope.reports.output import write_report
-from hloscope.reports.registry import get_format, render
+from hloscope.reports.check import check_report
+from hloscope.reports.registry import render
 from hloscope.reports.report import Report
-from hloscope.units import parse_bytes, parse_threshold
+from hloscope.units import parse_threshold
 
 SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
 
@@ -52,53 +47,24 @@ def command(hlo: HloInput, baseline: Path, max_peak_increase: str | None,
     violations otherwise. A toolchain that differs from the baseline's is said beside them.
     With $GITHUB_STEP_SUMMARY set, the Markdown report is appended to it.
     """
-    target = get_device(device) if device is not None else None
-    thresholds = _thresholds(max_peak_increase, max_allocation_increase, max_flops_increase,
-                             max_remat_increase, max_peak)
     if max_step_time_increase is not None:
-        if target is None:
+        if device is None:
             raise click.UsageError("--max-step-time-increase needs --device")
-        thresholds.append(_relative(STEP_TIME, max_step_time_increase))
-    module = hlo.load()
-    item = overview(module, Path(hlo.source).name)
-    current = take_snapshot(item, module)
+        if parse_threshold(max_step_time_increase).fraction is None:
+            raise click.BadParameter(f"{max_step_time_increase!r}: give a percentage such as 5%",
+                                     param_hint="--max-step-time-increase")
+    program = hlo.program()
     if update:
-        write_report(snapshot_report(current, headline(item)), get_format("json"), baseline,
-                     force=True)
+        snapshot(program, baseline, force=True)
         click.echo(f"updated the baseline {baseline}", err=True)
         return EXIT_OK
-    result = check(current, read_snapshot(baseline), thresholds, target)
-    report = check_report(result, {m.key: m.kind for m in headline(item, target)})
+    result = check(program, baseline, max_peak_increase, max_allocation_increase,
+                   max_flops_increase, max_remat_increase, max_peak, device,
+                   max_step_time_increase)
+    report = check_report(result, result.kinds)
     emit(report, fmt, output, force)
     _append_step_summary(report)
     return EXIT_OK if result.passed else EXIT_CHECK_FAILED
-
-
-def _thresholds(peak: str | None, allocation: str | None, flops: str | None,
-                remat: int | None, limit: str | None) -> list[Threshold]:
-    thresholds = [_increase(metric, text) for metric, text in
-                  (("peak_bytes", peak), ("allocation_bytes", allocation),
-                   ("total_flops", flops)) if text is not None]
-    if remat is not None:
-        thresholds.append(Threshold("remat_instructions", absolute=remat))
-    if limit is not None:
-        thresholds.append(Threshold("peak_bytes", limit=parse_bytes(limit)))
-    return thresholds
-
-
-def _increase(metric: str, text: str) -> Threshold:
-    parsed = parse_threshold(text)
-    if parsed.fraction is not None:
-        return Threshold(metric, relative=parsed.fraction)
-    return Threshold(metric, absolute=parsed.bytes)
-
-
-def _relative(metric: str, text: str) -> Threshold:
-    parsed = parse_threshold(text)
-    if parsed.fraction is None:
-        raise click.BadParameter(f"{text!r}: give a percentage such as 5%",
-                                 param_hint="--max-step-time-increase")
-    return Threshold(metric, relative=parsed.fraction)
 
 
 def _append_step_summary(report: Report) -> None:

@@ -25,6 +25,7 @@ from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_n
 from hloscope.reports.report import Report
 
 if TYPE_CHECKING:
+    from hloscope.loader.program import Program
     from hloscope.model.module import HloModule
 
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
@@ -67,9 +68,14 @@ class HloInput:
 
     def load(self) -> HloModule:
         """Loads the selected module (InputError exit 3, ParseError exit 4)."""
-        from hloscope.parsers.load import load_input
+        return self.program().module
 
-        return load_input("-" if self.source == "-" else Path(self.source), self.module)
+    def program(self, log_path: Path | None = None) -> Program:
+        """Loads the selected module with what lies beside it (`hloscope.loader.Program`)."""
+        from hloscope.loader.program import load_program
+
+        return load_program("-" if self.source == "-" else Path(self.source), self.module,
+                            log_path)
 
 
 def hlo_input(*names: str) -> Callable[[CommandFunction], CommandFunction]:

@@ -27,7 +27,7 @@ def command(a: HloInput, b: HloInput, device: str | None, top: int, fmt: str,
     op_name and shape), and where the peak moved. Figures are per device.
     """
     target = get_device(device) if device is not None else None
-    result = compare(a.load(), b.load(), target, labels=_labels(a, b))
+    result = compare(a.program(), b.program(), target, labels=_labels(a, b))
     emit(compare_report(result, top), fmt, output, force)
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.memory.analysis import DEFAULT_SCOPE_DEPTH, GROUPINGS, memory, xla_figures
-from hloscope.analyses.memory.liveness.spaces import detect_backend
+from hloscope.analyses.memory.analysis import DEFAULT_SCOPE_DEPTH, GROUPINGS
+from hloscope.api import memory
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.reports.memory import memory_report
 from hloscope.reports.output import check_writable
@@ -40,10 +40,7 @@ def command(hlo: HloInput, top: int, by: str, depth: int, plot: Path | None,
 
         check_plot_path(plot)
         check_writable(plot, force)
-    module = hlo.load()
-    backend = backend or detect_backend(module)
-    xla = xla_figures(hlo.source, hlo.module, backend)
-    result = memory(module, backend=backend, xla=xla, scope_depth=depth)
+    result = memory(hlo.program(), backend=backend, scope_depth=depth)
     if plot is not None:
         from hloscope.reports.renderers.plot import plot_timeline
 

@@ -40,18 +40,13 @@ def command(source: str, module: str | None, log_path: Path | None, device: str 
     predicted peak and extra FLOPs. A `hloscope build` folder adds the model config (remedies).
     Exit status 1 when it does not fit.
     """
-    from hloscope.analyses.oom import diagnose, read_inputs, resolve_capacity
+    from hloscope.api import oom
+    from hloscope.loader.program import load_program
     from hloscope.reports.oom import oom_report
 
     check_device_or_capacity(device, capacity, options=True)
-    inputs = read_inputs(source, module, log_path)
+    program = load_program("-" if source == "-" else Path(source), module, log_path)
     given = None if capacity is None else parse_bytes(capacity)
-    resolved = resolve_capacity(given, device, inputs.log, inputs.device)
-    rows = None
-    if sweep_dir is not None:
-        from hloscope.analyses.oom.compiled import read_sweep_rows
-
-        rows = read_sweep_rows(sweep_dir)
-    diagnosis = diagnose(inputs, resolved, rows, top)
+    diagnosis = oom(program, device, given, sweep=sweep_dir, top=top)
     emit(oom_report(diagnosis), fmt, output, force)
     return EXIT_CHECK_FAILED if diagnosis.fits is False else EXIT_OK

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.trace.analysis import analyze_trace
+from hloscope.analyses.trace.run import analyse_traced
 from hloscope.cli.common import emit
 from hloscope.cli.workload_options import format_option, model_options
-from hloscope.devices import get_device
-from hloscope.parsers.trace import find_dump_folder, load_trace, trace_programs
+from hloscope.loader.trace import load_traced
 from hloscope.reports.trace import trace_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import parse_variant
@@ -42,7 +41,6 @@ def command(model: str, config: TransformerConfig, policy: str, steps: int, plat
     variant = parse_variant(policy, config)
     spec = ProfileSpec(model, variant.name, variant.apply(config), steps, platform)
     run_profile(spec, folder, force, timeout)
-    trace = load_trace(folder)
-    index = trace_programs(trace, None, find_dump_folder(folder))
-    device = get_device("cpu") if platform == "cpu" else None
-    emit(trace_report(analyze_trace(trace, index, device)), fmt, None, False)
+    traced = load_traced(folder)
+    device = "cpu" if platform == "cpu" else None
+    emit(trace_report(analyse_traced(traced, device, xprof=False)), fmt, None, False)

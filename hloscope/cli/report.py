@@ -8,7 +8,7 @@ import click
 
 from hloscope.devices import check_device_or_capacity
 from hloscope.errors import UsageError
-from hloscope.reports.output import check_writable, write_file
+from hloscope.reports.output import check_writable
 
 
 @click.command("report")
@@ -34,18 +34,16 @@ def command(inputs: tuple[str, ...], output: Path, force: bool, module: str | No
     remat counts. Several inputs, or a `hloscope sweep -o DIR` folder, add the side-by-side
     comparison and the "fastest that fits" verdict.
     """
-    from hloscope.reports.html_inputs import page_for
-    from hloscope.reports.renderers.html_page import render_page
+    from hloscope.api import report
 
     stdout = str(output) == "-"
     if not stdout:
         _check_suffix(output)
         check_writable(output, force)
-    html = render_page(page_for(list(inputs), title, module, _capacity(device, capacity), top))
+    html = report(*inputs, output=None if stdout else output, force=force, title=title,
+                  module=module, capacity=_capacity(device, capacity), top=top)
     if stdout:
         sys.stdout.write(html)
-    else:
-        write_file(output, html, force)
 
 
 def _check_suffix(output: Path) -> None:

@@ -5,9 +5,7 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.gate.headline import headline
-from hloscope.analyses.gate.snapshot import take_snapshot
-from hloscope.analyses.summary.overview import overview
+from hloscope.analyses.gate.snapshot import snapshot_program
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.reports.check import snapshot_report
 
@@ -21,6 +19,5 @@ def command(hlo: HloInput, fmt: str, output: Path | None, force: bool) -> None:
     the program when a `hloscope build` manifest says (null when unknown). With -o FILE.json it
     is the baseline file; it is never overwritten without --force.
     """
-    module = hlo.load()
-    item = overview(module, Path(hlo.source).name)
-    emit(snapshot_report(take_snapshot(item, module), headline(item)), fmt, output, force)
+    taken = snapshot_program(hlo.program(), Path(hlo.source).name)
+    emit(snapshot_report(taken.snapshot, taken.metrics()), fmt, output, force)

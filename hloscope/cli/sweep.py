@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from hloscope.api import sweep_request
 from hloscope.cli.common import emit
 from hloscope.cli.progress import SweepProgress
 from hloscope.cli.workload_options import (
@@ -15,18 +16,13 @@ from hloscope.cli.workload_options import (
     target_option,
 )
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
-from hloscope.reports.registry import render
+from hloscope.formats.sweep import SWEEP_FILE
 from hloscope.reports.sweep import sweep_report
 from hloscope.spec.config import TransformerConfig
-from hloscope.spec.policies import parse_variants
-from hloscope.spec.targets import parse_target
-from hloscope.sweep.core import SweepRequest, run_sweep, validate
+from hloscope.sweep.core import run_sweep_folder
 from hloscope.sweep.executors import LOCAL_SLOTS, ExecutorSpec
 from hloscope.sweep.grid import Grid
 from hloscope.sweep.scheduler import DEFAULT_RETRIES
-from hloscope.workloads.build import prepare_folder
-
-SWEEP_FILE = "sweep.json"
 
 
 @click.command("sweep")
@@ -63,21 +59,12 @@ def command(model: str, config: TransformerConfig, grid: Grid, policies: str, ta
     that fits; every other row says why it lost. Builds are cached by content, so a repeated
     (or interrupted) sweep compiles only what is missing. Exit status 1 when nothing fits.
     """
-    request = SweepRequest(
-        model=model, base=config, variants=tuple(parse_variants(policies, config)),
-        target=parse_target(target).spec, jobs=jobs, search_batch=search == "batch",
-        max_batch=max_batch, cache_root=cache_root, out_dir=folder, timeout=timeout,
-        grid=grid, executor=executor, retries=retries)
-    validate(request)  # before DIR is touched
-    if folder is not None:
-        prepare_folder(folder, force)
+    request = sweep_request(model, policies, target, folder, config, grid, search == "batch",
+                            max_batch, executor, jobs, retries, cache_root, timeout)
     progress = SweepProgress(len(request.cases()))
     try:
-        result = run_sweep(request, progress)
+        result = run_sweep_folder(request, force, progress)
     finally:
         progress.close()
-    report = sweep_report(result)
-    if folder is not None:
-        (folder / SWEEP_FILE).write_text(render(report, "json"))
-    emit(report, fmt, None, False)
+    emit(sweep_report(result), fmt, None, False)
     return EXIT_OK if result.winner is not None else EXIT_CHECK_FAILED

@@ -2,25 +2,15 @@
 remat time share, step times, MFU; optionally a Perfetto export and xprof's cross-check."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from hloscope.analyses.cost.flops import DEFAULT_SCOPE_DEPTH
-from hloscope.analyses.trace.analysis import PEAK_DTYPES, TraceResult, analyze_trace
+from hloscope.analyses.trace.analysis import PEAK_DTYPES
+from hloscope.api import trace
 from hloscope.cli.common import emit, output_options
-from hloscope.devices import Device, get_device
-from hloscope.errors import HloscopeError
-from hloscope.model.trace import Trace
-from hloscope.parsers.trace import find_dump_folder, load_trace, trace_programs
-from hloscope.parsers.trace.programs import ProgramIndex
-from hloscope.reports.output import check_writable, write_file
 from hloscope.reports.trace import BREAKDOWNS, trace_report
-
-if TYPE_CHECKING:
-    from hloscope.analyses.memory.analysis import MemoryResult
 
 
 @click.command("trace")
@@ -57,49 +47,6 @@ def command(source: str, hlo: str | None, module: str | None, json_trace: bool,
     the remat time share, per-step times, achieved FLOP/s and, where the device's peak is
     known, MFU and HFU.
     """
-    check_writable(export, force)
-    trace = load_trace(source, prefer_json=json_trace)
-    dump = None if hlo is not None else find_dump_folder(source)
-    index = trace_programs(trace, hlo, dump)
-    result = analyze_trace(trace, index, _device(trace, device), module, depth, peak_dtype)
-    if xprof and trace.kind == "xplane":
-        result.extra.update(_xprof_figures(trace, result, index))
-    if export is not None:
-        write_file(export, json.dumps(_export(result, index)) + "\n", force)
+    result = trace(source, hlo, module, device, peak_dtype, depth, json_trace, xprof, export,
+                   force)
     emit(trace_report(result, by, top), fmt, output, force)
-
-
-def _device(trace: Trace, name: str | None) -> Device | None:
-    if name is not None:
-        return get_device(name)
-    return None if trace.device_planes else get_device("cpu")
-
-
-def _memory(result: TraceResult, index: ProgramIndex) -> MemoryResult | None:
-    """The memory analysis of the analysed program; None when it cannot be had (unscheduled)."""
-    from hloscope.analyses.memory.analysis import memory
-
-    program = next(p for p in index.programs if p.name == result.module_name
-                   and p.program_id == result.program_id)
-    try:
-        return memory(program.module)
-    except HloscopeError:
-        return None
-
-
-def _export(result: TraceResult, index: ProgramIndex) -> dict:
-    from hloscope.analyses.trace.export import chrome_trace
-
-    analysed = _memory(result, index)
-    return chrome_trace(result, analysed.timeline if analysed else None)
-
-
-def _xprof_figures(trace: Trace, result: TraceResult, index: ProgramIndex) -> dict:
-    from hloscope.parsers.trace.xprof import xprof_peak_heap
-
-    figures = xprof_peak_heap(Path(trace.source), result.module_name, result.program_id)
-    if figures is None:
-        return {}
-    analysed = _memory(result, index)
-    return {"xprof_peak_heap_bytes": figures.peak_heap_bytes,
-            "live_peak_bytes": analysed.peak_bytes if analysed else None}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hloscope.analyses.gate.check import MEMORY_NEEDED, STEP_TIME, CheckResult
 from hloscope.analyses.gate.headline import Metric
-from hloscope.analyses.gate.snapshot import Snapshot
+from hloscope.formats.snapshot import Snapshot
 from hloscope.reports.report import Column, Quantity, Report, Table
 
 _FIGURE_COLUMNS = [Column("metric", "metric"), Column("baseline", "baseline"),

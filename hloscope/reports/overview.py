@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hloscope.analyses.summary.overview import ModuleOverview, Verdict
+from hloscope.formats.sweep import SweepRecord
 from hloscope.reports.flops import breakdown_table
 from hloscope.reports.memory import group_table, live_table
 from hloscope.reports.report import Column, Quantity, Report, Table
@@ -98,16 +99,15 @@ _SWEEP_COLUMNS = [
 ]
 
 
-def sweep_verdict_report(sweep: dict[str, Any]) -> Report:
+def sweep_verdict_report(sweep: SweepRecord) -> Report:
     """The verdict of a `hloscope sweep -o DIR` folder, from its sweep.json."""
-    winner = sweep.get("winner")
-    row = next((r for r in sweep.get("variants", []) if r.get("variant") == winner), None)
-    summary = [("model", sweep.get("model", "")), ("target", sweep.get("target", "")),
-               ("capacity per device", Quantity(sweep.get("capacity_bytes"), "bytes")),
+    winner = sweep.winner
+    row = next((r for r in sweep.variants if r.variant == winner), None)
+    summary = [("model", sweep.model or ""), ("target", sweep.target or ""),
+               ("capacity per device", Quantity(sweep.capacity_bytes, "bytes")),
                ("fastest that fits", winner or "none: no variant fits"),
-               ("why", row.get("reason", "") if row else "")]
-    rows = [{**r, "fits": "?" if r.get("fits") is None else r["fits"]}
-            for r in sweep.get("variants", [])]
+               ("why", row.row.get("reason", "") if row else "")]
+    rows = [{**r.row, "fits": "?" if r.fits is None else r.fits} for r in sweep.variants]
     return Report(name="sweep", title="Sweep verdict: the fastest variant that fits",
                   summary=summary, tables=[Table("variants", "Variants", _SWEEP_COLUMNS, rows)],
-                  notes=list(sweep.get("notes", [])))
+                  notes=list(sweep.notes))

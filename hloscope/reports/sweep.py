@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hloscope.analyses.summary.variant import VariantFigures
+from hloscope.analyses.summary.variant import BuildSummary
 from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.sweep.core import SweepResult
-from hloscope.workloads.build import Build
 
 _VARIANT_COLUMNS = [
     Column("variant", "variant"),
@@ -123,19 +122,19 @@ def _fit_word(fits: bool) -> str:
     return "fits" if fits else "does not fit"
 
 
-def build_report(build: Build, figures: VariantFigures, cached: bool = False) -> Report:
-    manifest = build.manifest
+def build_report(summary: BuildSummary) -> Report:
+    manifest = summary.build.manifest
     return Report(
         name="build",
         title=f"Build: {manifest['model']} / {manifest['variant']} for {manifest['target']}",
-        summary=_build_summary(build, figures, cached),
+        summary=_build_summary(summary),
         notes=[f"error: {manifest['error']}"] if manifest["error"] else [],
-        data={"folder": str(build.folder), "cache_hit": cached, "manifest": manifest,
-              "figures": figures.to_dict()},
+        data=summary.to_dict(),
     )
 
 
-def _build_summary(build: Build, figures: VariantFigures, cached: bool) -> list:
+def _build_summary(summary: BuildSummary) -> list:
+    build, figures, cached = summary.build, summary.figures, summary.cached
     manifest = build.manifest
     hlo = figures.hlo
     return [

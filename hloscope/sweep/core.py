@@ -19,6 +19,8 @@ from typing import Any
 
 from hloscope.devices import memory_budget
 from hloscope.errors import UsageError
+from hloscope.formats.build import LOG_FILE, read_build
+from hloscope.formats.sweep import builds_folder, write_sweep
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.policies import Variant
 from hloscope.spec.targets import parse_target
@@ -32,7 +34,7 @@ from hloscope.sweep.scheduler import DEFAULT_RETRIES, Plan, Scheduler, SweepList
 from hloscope.sweep.search import BatchSearch, FixedBatch
 from hloscope.sweep.tasks import CompileTask, TaskOutcome
 from hloscope.sweep.transfer import Probe
-from hloscope.workloads.build import BuildSpec, load_build
+from hloscope.workloads.build import BuildSpec, prepare_folder
 from hloscope.workloads.cache import copy_build, new_attempt_id
 
 __all__ = ["SweepListener", "SweepRequest", "SweepResult", "TaskOutcome", "run_sweep"]
@@ -98,6 +100,19 @@ class SweepResult:
             "executor": request.executor.kind, "retries": request.retries,
             "retried": self.retried, "wall_seconds": self.wall_seconds, "notes": self.notes,
         }
+
+
+def run_sweep_folder(request: SweepRequest, force: bool = False,
+                     listener: SweepListener | None = None) -> SweepResult:
+    """`run_sweep`, with its output folder prepared first (refused when not empty, unless
+    `force`; after validation, so a bad request touches nothing) and its sweep.json written."""
+    validate(request)
+    if request.out_dir is not None:
+        prepare_folder(request.out_dir, force)
+    result = run_sweep(request, listener)
+    if request.out_dir is not None:
+        write_sweep(request.out_dir, result.to_dict())
+    return result
 
 
 def validate(request: SweepRequest) -> None:
@@ -182,7 +197,7 @@ def _probe(request: SweepRequest) -> Probe | None:
 
 def build_folder(out_dir: Path, case: Case, batch: int, per_batch: bool) -> Path:
     name = f"{case.file_name}-batch{batch}" if per_batch else case.file_name
-    return out_dir / "builds" / name
+    return builds_folder(out_dir) / name
 
 
 def _variant_outcome(request: SweepRequest, case: Case, plan: Plan,
@@ -208,7 +223,7 @@ def _export(request: SweepRequest, case: Case, outcomes: list[TaskOutcome],
     assert request.out_dir is not None
     for outcome in outcomes:
         destination = build_folder(request.out_dir, case, outcome.batch, request.search_batch)
-        copy_build(load_build(Path(outcome.folder)), destination)
+        copy_build(read_build(Path(outcome.folder)), destination)
         if outcome is representative:
             chosen = destination
     return chosen
@@ -222,6 +237,6 @@ def _notes(request: SweepRequest, outcomes: list[VariantOutcome]) -> list[str]:
                      + ", ".join(lower_bound))
     notes += [f"{o.variant}: compiled on attempt {o.attempts} (earlier workers died)"
               for o in outcomes if o.attempts > 1 and o.figures.status != "crash"]
-    notes += [f"{o.variant}: failed after {o.attempts} attempts; log: {o.folder}/compile.log"
+    notes += [f"{o.variant}: failed after {o.attempts} attempts; log: {o.folder}/{LOG_FILE}"
               for o in outcomes if o.figures.status == "crash"]
     return notes

@@ -7,10 +7,10 @@ from typing import Any
 
 from hloscope.analyses.roofline import StepEstimate
 from hloscope.analyses.summary.variant import VariantFigures
+from hloscope.formats.build import LOG_FILE
 from hloscope.sweep.grid import Case
 from hloscope.sweep.ranking import Verdict
 from hloscope.sweep.search import Probe
-from hloscope.workloads.build import LOG
 
 
 @dataclass
@@ -51,7 +51,7 @@ def variant_row(outcome: VariantOutcome, verdict: Verdict) -> dict[str, Any]:
         **_step_columns(step),
         "tokens_per_second": figures.tokens_per_second,
         "fingerprint": figures.fingerprint, "build_folder": outcome.folder,
-        "log": f"{outcome.folder}/{LOG}",
+        "log": f"{outcome.folder}/{LOG_FILE}",
         "error": figures.error, "analysis_error": figures.analysis_error,
         "gpu_remat_warning": figures.gpu_remat_warning,
         "largest_fitting_batch": outcome.largest_fitting_batch,

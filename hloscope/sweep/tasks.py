@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hloscope.analyses.summary.variant import VariantFigures, variant_figures
+from hloscope.formats.build import DUMP_FOLDER, LOG_FILE, BuildFolder
+from hloscope.formats.compile_record import CompileResult
 from hloscope.sweep.faults import kill_self_mid_compile
 from hloscope.sweep.transfer import pack_folder, unpack_folder
-from hloscope.workloads.build import DUMP, LOG, Build, BuildSpec, run_build, write_build
+from hloscope.workloads.build import BuildSpec, run_build, write_build
 from hloscope.workloads.cache import CACHED_STATUSES, BuildCache
-from hloscope.workloads.results import CompileResult
 from hloscope.workloads.runner import tail_of_log
 from hloscope.workloads.seal import seal_problem
 
@@ -82,7 +83,7 @@ def run_task(task: CompileTask) -> TaskOutcome:
                        time.perf_counter() - started, archive=archive)
 
 
-def _build(task: CompileTask, shared: bool) -> tuple[Build, bool]:
+def _build(task: CompileTask, shared: bool) -> tuple[BuildFolder, bool]:
     if task.cache_root is not None:
         return BuildCache(Path(task.cache_root)).build(task.spec, task.timeout, task.attempt)
     if shared:
@@ -128,18 +129,18 @@ def lost_outcome(task: CompileTask, reason: str, attempts: int) -> TaskOutcome:
     """A failed result for a task whose worker died every time: a build folder (status crash)
     holding the last attempt's log."""
     source = task.attempt_folder
-    log = source / LOG
+    log = source / LOG_FILE
     text = log.read_bytes() if log.exists() else b""
     destination = source if task.cache_root is None else source.with_name(source.name + "-lost")
     if destination.exists():
         shutil.rmtree(destination)
     destination.mkdir(parents=True)
-    (destination / LOG).write_bytes(text)
+    (destination / LOG_FILE).write_bytes(text)
     discard_attempt(task)
     error = f"the worker died {attempts} times ({reason}); gave up"
     result = CompileResult(target=task.spec.target, status="crash",
-                           dump_dir=str(destination / DUMP), error=error,
-                           log_tail=tail_of_log(destination / LOG))
+                           dump_dir=str(destination / DUMP_FOLDER), error=error,
+                           log_tail=tail_of_log(destination / LOG_FILE))
     build = write_build(task.spec, result, destination)
     return TaskOutcome(task.case, task.spec.config.batch, str(destination), False,
                        variant_figures(build, task.case), 0.0, attempts)

@@ -6,10 +6,11 @@ together). What is compiled is named in `hloscope.spec` (no jax); sweeps are `hl
 The model (jax):
     layers.py, remat.py, sharding.py, transformer.py   the train step, built from abstract shapes
     topology.py    a target's devices and meshes (deviceless TPU/GPU topologies)
-    capture.py     `from_jax`: any function compiled and loaded; capture_folder.py: its side files
+    capture.py     `from_jax`: any function compiled and loaded (its folder: formats/capture.py)
 
 Compiling (no jax in the parent):
-    compiler.py, compile_job.py, runner.py, results.py   one compile in a child process
+    compiler.py, compile_job.py, runner.py   one compile in a child process (its record:
+                   formats/compile_record.py)
     build.py       one variant compiled into a build folder (manifest, analyses, HLO, dump)
     cache.py       build folders by content hash, safe on a shared path; seal.py: completeness
     fingerprint.py programs equal up to metadata

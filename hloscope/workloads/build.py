@@ -1,16 +1,10 @@
 """One build: compile one model variant for one target into a folder that explains it (no jax).
 
-A build folder holds
-
-    manifest.json          what was built (model, variant, target, config, parameter count,
-                           cache key, versions), the verdict (ok / oom / error / crash / timeout,
-                           with XLA's error text), compile times and the program's fingerprint
-    memory_analysis.json   XLA's memory_analysis() figures (null when the compile failed)
-    cost_analysis.json     XLA's cost_analysis() figures (null on GPU and after failures)
-    optimized_hlo.txt      the main module's after-optimizations HLO (also after an OOM: libtpu
-                           dumps the program it could not fit)
-    dump/                  XLA's dump folder, as XLA wrote it
-    compile.log            the compile process's output
+The build folder's layout and manifest are `hloscope.formats.build`: the manifest says what was
+built (model, variant, target, config, parameter count, cache key, versions), the verdict (ok /
+oom / error / crash / timeout, with XLA's error text), compile times and the program's
+fingerprint; beside it are XLA's memory/cost analysis figures, the main module's optimized HLO
+(also after an OOM: libtpu dumps the program it could not fit), XLA's dump folder and the log.
 
 An OOM is a result, not a failure of the build: the dump folder is what explains it. The compile
 runs in a child process (`runner.compile_in_subprocess`). `prepare_folder` refuses to reuse a
@@ -27,21 +21,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import InputError, OutputExistsError
-from hloscope.parsers.load import BUILD_DUMP_FOLDER, BUILD_MANIFEST, BUILD_MANIFEST_SCHEMA
+from hloscope.errors import OutputExistsError
+from hloscope.formats.build import (
+    DUMP_FOLDER,
+    HLO_FILE,
+    LOG_FILE,
+    BuildFolder,
+    manifest_files,
+    write_build_files,
+)
+from hloscope.formats.compile_record import CompileResult
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.targets import parse_target
 from hloscope.version import __version__
 from hloscope.workloads.compiler import package_versions
 from hloscope.workloads.fingerprint import file_fingerprint
-from hloscope.workloads.results import CompileResult
 from hloscope.workloads.runner import TRANSFORMER_BUILDER, CompileRequest, compile_in_subprocess
 
-MANIFEST_SCHEMA = BUILD_MANIFEST_SCHEMA
 MODULE_NAME = "jit_train_step"
-MANIFEST, DUMP = BUILD_MANIFEST, BUILD_DUMP_FOLDER
-MEMORY, COST, HLO, LOG = ("memory_analysis.json", "cost_analysis.json", "optimized_hlo.txt",
-                          "compile.log")
 _WORKLOAD_SOURCES = ("spec/config.py", "workloads/transformer.py", "workloads/layers.py",
                      "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
                      "workloads/compile_job.py", "spec/targets.py",
@@ -85,28 +82,6 @@ def workload_source_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class Build:
-    """A build folder and what its manifest says."""
-
-    folder: Path
-    manifest: dict[str, Any]
-
-    @property
-    def result(self) -> CompileResult:
-        return CompileResult.from_dict({**self.manifest["compile"],
-                                        "dump_dir": str(self.folder / DUMP)})
-
-    @property
-    def hlo_path(self) -> Path | None:
-        path = self.folder / HLO
-        return path if path.exists() else None
-
-    @property
-    def config(self) -> TransformerConfig:
-        return TransformerConfig.from_dict(self.manifest["config"])
-
-
 def prepare_folder(folder: Path, force: bool) -> None:
     """Creates `folder`; an existing non-empty one is removed with `force`, refused without."""
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
@@ -119,31 +94,30 @@ def prepare_folder(folder: Path, force: bool) -> None:
     folder.mkdir(parents=True, exist_ok=True)
 
 
-def run_build(spec: BuildSpec, folder: Path, timeout: float = 3600.0) -> Build:
+def run_build(spec: BuildSpec, folder: Path, timeout: float = 3600.0) -> BuildFolder:
     """Compiles `spec` in a child process and writes the build folder (which must be empty)."""
     folder.mkdir(parents=True, exist_ok=True)
-    request = CompileRequest(spec.target, str(folder / DUMP), builder_kwargs=spec.config.to_dict(),
+    request = CompileRequest(spec.target, str(folder / DUMP_FOLDER),
+                             builder_kwargs=spec.config.to_dict(),
                              compiler_options=spec.compiler_options)
-    result = compile_in_subprocess(request, timeout=timeout, log_path=folder / LOG)
+    result = compile_in_subprocess(request, timeout=timeout, log_path=folder / LOG_FILE)
     return write_build(spec, result, folder)
 
 
-def write_build(spec: BuildSpec, result: CompileResult, folder: Path) -> Build:
-    hlo = main_module_hlo(folder / DUMP)
+def write_build(spec: BuildSpec, result: CompileResult, folder: Path) -> BuildFolder:
+    hlo = main_module_hlo(folder / DUMP_FOLDER)
     if hlo is not None:
-        shutil.copy2(hlo, folder / HLO)
-    _write_json(folder / MEMORY, None if result.memory is None else result.to_dict()["memory"])
-    _write_json(folder / COST, None if result.cost is None else result.to_dict()["cost"])
-    manifest = _manifest(spec, result, hlo)
-    _write_json(folder / MANIFEST, manifest)
-    return Build(folder, manifest)
+        shutil.copy2(hlo, folder / HLO_FILE)
+    compiled = result.to_dict()
+    return write_build_files(folder, _manifest(spec, result, hlo),
+                             None if result.memory is None else compiled["memory"],
+                             None if result.cost is None else compiled["cost"])
 
 
 def _manifest(spec: BuildSpec, result: CompileResult, hlo: Path | None) -> dict[str, Any]:
     compiled = result.to_dict()
     compiled.pop("dump_dir", None)
     return {
-        "schema": MANIFEST_SCHEMA,
         "hloscope_version": __version__,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "model": spec.model,
@@ -156,25 +130,9 @@ def _manifest(spec: BuildSpec, result: CompileResult, hlo: Path | None) -> dict[
         "status": result.status,
         "error": result.error,
         "fingerprint": None if hlo is None else file_fingerprint(hlo),
-        "files": {"dump": DUMP, "optimized_hlo": HLO if hlo else None, "memory_analysis": MEMORY,
-                  "cost_analysis": COST, "log": LOG, "dump_module": hlo.name if hlo else None},
+        "files": manifest_files(hlo.name if hlo else None),
         "compile": compiled,
     }
-
-
-def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n")
-
-
-def load_build(folder: Path) -> Build:
-    """The build in `folder`; InputError when it has no readable manifest."""
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise InputError(f"{folder}: not a build folder ({error})") from None
-    if manifest.get("schema") != MANIFEST_SCHEMA:
-        raise InputError(f"{folder / MANIFEST}: not a {MANIFEST_SCHEMA} manifest")
-    return Build(folder, manifest)
 
 
 def main_module_hlo(dump: Path, module_name: str = MODULE_NAME) -> Path | None:

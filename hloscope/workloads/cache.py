@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hloscope.errors import InputError
-from hloscope.workloads.build import Build, BuildSpec, load_build, run_build
+from hloscope.formats.build import BuildFolder, read_build
+from hloscope.workloads.build import BuildSpec, run_build
 from hloscope.workloads.seal import seal_folder, seal_problem
 
 CACHED_STATUSES = frozenset({"ok", "oom", "error"})
@@ -57,7 +58,7 @@ class BuildCache:
     def staging(self, key: str, attempt: str) -> Path:
         return self.root / "staging" / f"{key}-{attempt}"
 
-    def lookup(self, spec: BuildSpec) -> Build | None:
+    def lookup(self, spec: BuildSpec) -> BuildFolder | None:
         """The entry for `spec` when it is complete and unaltered; a damaged one is moved aside."""
         key = spec.cache_key()
         folder = self.entry(key)
@@ -66,14 +67,14 @@ class BuildCache:
         problem = seal_problem(folder, key)
         if problem is None:
             try:
-                return load_build(folder)
+                return read_build(folder)
             except InputError as error:
                 problem = str(error)
         self.quarantine(key, problem)
         return None
 
     def build(self, spec: BuildSpec, timeout: float,
-              attempt: str | None = None) -> tuple[Build, bool]:
+              attempt: str | None = None) -> tuple[BuildFolder, bool]:
         """(the build, True when it came from the cache)."""
         found = self.lookup(spec)
         if found is not None:
@@ -88,7 +89,7 @@ class BuildCache:
         seal_folder(staging, key)
         return self.publish(key, staging), False
 
-    def publish(self, key: str, staging: Path) -> Build:
+    def publish(self, key: str, staging: Path) -> BuildFolder:
         """Moves a sealed staging folder into place; keeps another writer's intact entry."""
         folder = self.entry(key)
         folder.parent.mkdir(parents=True, exist_ok=True)
@@ -105,13 +106,13 @@ class BuildCache:
             return self._settled(key)
         raise InputError(f"{folder}: could not publish the cache entry (it keeps changing)")
 
-    def _settled(self, key: str) -> Build:
+    def _settled(self, key: str) -> BuildFolder:
         """The intact entry of `key`, waiting out another writer's quarantine check."""
         folder = self.entry(key)
         for _ in range(_SETTLE_TRIES):
             if seal_problem(folder, key) is None:
                 try:
-                    return load_build(folder)
+                    return read_build(folder)
                 except InputError:
                     pass
             time.sleep(_SETTLE_SECONDS)
@@ -135,7 +136,7 @@ class BuildCache:
         (aside / "REASON.txt").write_text(problem + "\n")
 
 
-def copy_build(build: Build, destination: Path) -> Build:
+def copy_build(build: BuildFolder, destination: Path) -> BuildFolder:
     """A copy of a build folder (hard links where the file system allows: no extra space)."""
     if destination.exists():
         shutil.rmtree(destination)
@@ -145,4 +146,14 @@ def copy_build(build: Build, destination: Path) -> Build:
     except OSError:
         shutil.rmtree(destination, ignore_errors=True)
         shutil.copytree(build.folder, destination)
-    return load_build(destination)
+    return read_build(destination)
+
+
+def build_into(spec: BuildSpec, folder: Path, cache_root: Path | None,
+               timeout: float) -> tuple[BuildFolder, bool]:
+    """Builds `spec` into the (prepared) `folder`: compiled there without a cache, else taken
+    from (or compiled into) the cache and copied; True when it came from the cache."""
+    if cache_root is None:
+        return run_build(spec, folder, timeout), False
+    build, cached = BuildCache(cache_root).build(spec, timeout)
+    return copy_build(build, folder), cached

@@ -37,21 +37,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import UsageError
+from hloscope.errors import EXIT_INPUT_MALFORMED, HloscopeError, UsageError
+from hloscope.formats.capture import CaptureInfo, capture_dump, capture_log, write_capture
+from hloscope.formats.compile_record import CompileResult
 from hloscope.model.module import HloModule
 from hloscope.optional import require
 from hloscope.spec.targets import Target, parse_target
-from hloscope.workloads.capture_folder import (
-    DUMP,
-    LOG,
-    CaptureError,
-    CaptureInfo,
-    write_capture,
-)
-from hloscope.workloads.results import CompileResult
 
 CAPTURE_BUILDER = "hloscope.workloads.capture:rebuild"
 FAILED = ("error", "crash", "timeout")
+
+
+class CaptureError(HloscopeError):
+    """The function could not be lowered or compiled (its error, not an OOM)."""
+
+    exit_code = EXIT_INPUT_MALFORMED
 
 
 @dataclass(frozen=True)
@@ -246,7 +246,7 @@ def _compile_here(fn: Callable[..., Any], portable: tuple[Any, ...], target: Tar
     try:
         with jax.set_mesh(mesh):
             return compile_function(fn, args, target=target.spec, backend=target.backend,
-                                    dump_dir=folder / DUMP, donate_argnums=donate,
+                                    dump_dir=capture_dump(folder), donate_argnums=donate,
                                     jit_kwargs=jit_kwargs)
     finally:
         jax.config.update("jax_enable_compilation_cache", cache_enabled)
@@ -260,9 +260,9 @@ def _compile_in_child(fn: Callable[..., Any], portable: tuple[Any, ...], target:
     with tempfile.TemporaryDirectory(prefix="hloscope-payload-") as scratch:
         payload = Path(scratch) / "payload.pkl"
         payload.write_bytes(_pickled((fn, portable, donate, jit_kwargs), fn))
-        request = CompileRequest(target.spec, str(folder / DUMP), builder=CAPTURE_BUILDER,
+        request = CompileRequest(target.spec, str(capture_dump(folder)), builder=CAPTURE_BUILDER,
                                  builder_kwargs={"payload": str(payload)})
-        return compile_in_subprocess(request, log_path=folder / LOG)
+        return compile_in_subprocess(request, log_path=capture_log(folder))
 
 
 def _pickled(value: Any, fn: Callable[..., Any]) -> bytes:
@@ -299,14 +299,15 @@ def _name(fn: Callable[..., Any]) -> str:
 
 def _finish(fn: Callable[..., Any], target: Target, folder: Path, result: CompileResult,
             in_process: bool) -> HloModule:
-    from hloscope.parsers.load import dump_files, load_dump_folder
+    from hloscope.loader.hlo_input import load_dump_folder
+    from hloscope.parsers.dump_folder import dump_files
 
     info = CaptureInfo(str(folder), _name(fn), target.spec, result.status, result.error,
                        in_process)
     write_capture(info, result.to_dict())
-    if result.status in FAILED or not dump_files(folder / DUMP):
+    if result.status in FAILED or not dump_files(info.dump):
         detail = result.error or "XLA wrote no optimized module"
         tail = f"\n{result.log_tail}" if result.log_tail else ""
         raise CaptureError(f"compiling {info.function} for {target.spec} failed "
                            f"({result.status}): {detail}{tail}")
-    return load_dump_folder(folder / DUMP)
+    return load_dump_folder(info.dump)

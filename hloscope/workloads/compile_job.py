@@ -22,8 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hloscope.formats.compile_record import CompileResult
 from hloscope.spec.targets import Target, parse_target, target_environment
-from hloscope.workloads.results import CompileResult
 
 PARENT_PID_ENV = "HLOSCOPE_COMPILE_PARENT"
 _PR_SET_PDEATHSIG = 1

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hloscope.workloads.results import CompileResult, CostFigures, MemoryFigures
+from hloscope.formats.compile_record import CompileResult, CostFigures, MemoryFigures
 
 MAX_ERROR_CHARS = 4000
 _PACKAGES = {

@@ -1,14 +1,8 @@
 """One profiling run: a model variant's train step measured under `jax.profiler.trace` (no jax).
 
-A profile folder holds
-
-    profile.json   what ran (model, variant, config, steps), the outcome, host-measured step
-                   seconds and losses, the backend, versions, and where the files are
-    trace/         what jax.profiler.trace wrote: plugins/profile/<run>/<host>.xplane.pb and
-                   <host>.trace.json.gz
-    dump/          XLA's dump folder of the train step (after-optimizations HLO text, buffer
-                   assignment, live range, memory-usage report, ...)
-    profile.log    the child process's output
+The profile folder's layout and manifest are `hloscope.formats.profile`: profile.json (what
+ran, the outcome, host-measured step seconds and losses, the backend, versions), trace/ (what
+jax.profiler.trace wrote), dump/ (XLA's dump folder of the train step) and profile.log.
 
 The run happens in a child process (`profile_job`) on the local device, as compiles do
 (`runner`): the parent never imports jax, and a crash is reported with the log's tail.
@@ -25,15 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import HloscopeError
+from hloscope.formats.profile import (
+    DUMP_FOLDER,
+    LOG_FILE,
+    PROFILE_SCHEMA,
+    TRACE_FOLDER,
+    profile_files,
+    write_profile_manifest,
+)
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.targets import parse_target
 from hloscope.version import __version__
 from hloscope.workloads.build import prepare_folder
 from hloscope.workloads.compiler import package_versions
-from hloscope.workloads.runner import child_environment, run_child, tail_of_log
-
-PROFILE_SCHEMA = "hloscope/profile-manifest/v1"
-MANIFEST, TRACE, DUMP, LOG = "profile.json", "trace", "dump", "profile.log"
+from hloscope.workloads.runner import child_environment, handshake_files, run_child, tail_of_log
 
 
 class ProfileFailed(HloscopeError):
@@ -54,21 +53,22 @@ def run_profile(spec: ProfileSpec, folder: Path, force: bool = False,
     """Profiles `spec` into `folder` (refused when not empty, unless `force`); the manifest."""
     prepare_folder(folder, force)
     request = {"config": spec.config.to_dict(), "steps": spec.steps,
-               "trace_dir": str(folder / TRACE), "dump_dir": str(folder / DUMP)}
+               "trace_dir": str(folder / TRACE_FOLDER),
+               "dump_dir": str(folder / DUMP_FOLDER)}
     with tempfile.TemporaryDirectory(prefix="hloscope-profile-") as scratch:
-        request_path, result_path = Path(scratch) / "request.json", Path(scratch) / "result.json"
+        request_path, result_path = handshake_files(Path(scratch))
         request_path.write_text(json.dumps(request))
         command = [sys.executable, "-m", "hloscope.workloads.profile_job", str(request_path),
                    str(result_path)]
         environment = {**child_environment(parse_target("cpu")), "JAX_PLATFORMS": spec.platform}
-        code = run_child(command, environment, folder / LOG, timeout)
+        code = run_child(command, environment, folder / LOG_FILE, timeout)
         if code != 0 or not result_path.exists():
             raise ProfileFailed(f"the profiling process failed ({_outcome(code)}); the end of "
-                                f"{folder / LOG}:\n{tail_of_log(folder / LOG)}")
+                                f"{folder / LOG_FILE}:\n{tail_of_log(folder / LOG_FILE)}")
         result = json.loads(result_path.read_text())
     manifest = _manifest(spec, result)
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    return manifest
+    write_profile_manifest(folder, manifest)
+    return {"schema": PROFILE_SCHEMA, **manifest}
 
 
 def _outcome(code: int | None) -> str:
@@ -77,7 +77,6 @@ def _outcome(code: int | None) -> str:
 
 def _manifest(spec: ProfileSpec, result: dict[str, Any]) -> dict[str, Any]:
     return {
-        "schema": PROFILE_SCHEMA,
         "hloscope_version": __version__,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "model": spec.model,
@@ -86,6 +85,6 @@ def _manifest(spec: ProfileSpec, result: dict[str, Any]) -> dict[str, Any]:
         "parameters": param_count(spec.config),
         "steps": spec.steps,
         "versions": package_versions(result.get("backend", "cpu")),
-        "files": {"trace": TRACE, "dump": DUMP, "log": LOG},
+        "files": profile_files(),
         **result,
     }

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope.formats.compile_record import CompileResult
 from hloscope.spec.targets import parse_target, target_environment
 from hloscope.workloads.compile_job import PARENT_PID_ENV
-from hloscope.workloads.results import CompileResult
 
 TRANSFORMER_BUILDER = "hloscope.workloads.transformer:build_train_step"
 LOG_TAIL_LINES = 40
@@ -44,8 +44,7 @@ def compile_in_subprocess(request: CompileRequest, *, timeout: float = 1200.0,
     target = parse_target(request.target)  # a bad target is the caller's error: UsageError
     Path(request.dump_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hloscope-compile-") as scratch:
-        request_path = Path(scratch) / "request.json"
-        result_path = Path(scratch) / "result.json"
+        request_path, result_path = handshake_files(Path(scratch))
         log = Path(log_path) if log_path else Path(scratch) / "child.log"
         request_path.write_text(json.dumps(asdict(request)))
         command = [sys.executable, "-m", "hloscope.workloads.compile_job", str(request_path),
@@ -55,6 +54,11 @@ def compile_in_subprocess(request: CompileRequest, *, timeout: float = 1200.0,
             data = json.loads(result_path.read_text())
             return CompileResult.from_dict({**data, "returncode": 0})
         return _failure(request, returncode, log)
+
+
+def handshake_files(scratch: Path) -> tuple[Path, Path]:
+    """Where a child process reads its request and writes its result (JSON files)."""
+    return scratch / "request.json", scratch / "result.json"
 
 
 def child_environment(target: Any) -> dict[str, str]:

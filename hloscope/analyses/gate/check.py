@@ -15,9 +15,12 @@ from fractions import Fraction
 from typing import Any
 
 from hloscope.analyses.gate.headline import step_metric
-from hloscope.analyses.gate.snapshot import TOOLCHAIN_KEYS, Snapshot
+from hloscope.analyses.gate.snapshot import snapshot_program
 from hloscope.devices import Device, memory_budget
-from hloscope.units import format_bytes, parse_bytes
+from hloscope.errors import UsageError
+from hloscope.formats.snapshot import TOOLCHAIN_KEYS, Snapshot
+from hloscope.loader.program import Program
+from hloscope.units import format_bytes, parse_bytes, parse_threshold
 
 MEMORY_NEEDED = "memory_bytes"
 STEP_TIME = "step_ms"
@@ -87,6 +90,7 @@ class CheckResult:
     toolchain_changes: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     figures: dict[str, tuple[int | float | None, int | float | None]] = field(
         default_factory=dict)  # every checked figure: (baseline, current)
+    kinds: dict[str, str] = field(default_factory=dict)  # a figure's report kind (bytes, ...)
 
     @property
     def passed(self) -> bool:
@@ -102,6 +106,45 @@ class CheckResult:
                 "toolchain_changes": {key: {"baseline": old, "current": new}
                                       for key, (old, new) in self.toolchain_changes.items()},
                 "current": self.current.to_dict(), "baseline": self.baseline.to_dict()}
+
+
+def check_program(program: Program, label: str, baseline: Snapshot,
+                  thresholds: list[Threshold], device: Device | None = None) -> CheckResult:
+    """`program`'s snapshot against `baseline`, with the kinds of its headline figures."""
+    taken = snapshot_program(program, label)
+    result = check(taken.snapshot, baseline, thresholds, device)
+    result.kinds.update({m.key: m.kind for m in taken.metrics(device)})
+    return result
+
+
+def thresholds_for(peak: str | None = None, allocation: str | None = None,
+                   flops: str | None = None, remat: int | None = None,
+                   limit: str | None = None) -> list[Threshold]:
+    """The thresholds of `check`'s options: increases of the live peak, XLA's allocation and the
+    FLOPs ("2%" or an amount), of the remat instructions (a count), and a peak limit (bytes)."""
+    thresholds = [_increase(metric, text) for metric, text in
+                  (("peak_bytes", peak), ("allocation_bytes", allocation),
+                   ("total_flops", flops)) if text is not None]
+    if remat is not None:
+        thresholds.append(Threshold("remat_instructions", absolute=remat))
+    if limit is not None:
+        thresholds.append(Threshold("peak_bytes", limit=parse_bytes(limit)))
+    return thresholds
+
+
+def step_time_threshold(text: str) -> Threshold:
+    """A relative limit on the estimated step time; UsageError unless `text` is a percentage."""
+    parsed = parse_threshold(text)
+    if parsed.fraction is None:
+        raise UsageError(f"{text!r}: give a percentage such as 5%")
+    return Threshold(STEP_TIME, relative=parsed.fraction)
+
+
+def _increase(metric: str, text: str) -> Threshold:
+    parsed = parse_threshold(text)
+    if parsed.fraction is not None:
+        return Threshold(metric, relative=parsed.fraction)
+    return Threshold(metric, absolute=parsed.bytes)
 
 
 def check(current: Snapshot, baseline: Snapshot, thresholds: list[Threshold],

@@ -19,7 +19,7 @@ from hloscope.analyses.memory.analysis import BufferRow, MemoryResult
 from hloscope.analyses.summary.overview import ModuleOverview, overview
 from hloscope.devices import Device
 from hloscope.frames import DataFrames
-from hloscope.model.module import HloModule
+from hloscope.loader.program import Program
 
 _LAYOUT = re.compile(r"\{[^{}]*\}$")
 # an op_name that is only an XLA instruction name ("broadcast.100", "fusion.3.remat2"): XLA
@@ -141,10 +141,10 @@ class CompareResult(DataFrames):
 FLOP_BREAKDOWNS = ("phase", "layer", "scope")
 
 
-def compare(a: HloModule, b: HloModule, device: Device | None = None,
+def compare(a: Program, b: Program, device: Device | None = None,
             labels: tuple[str, str] | None = None) -> CompareResult:
     """The differences between `a` and `b` (B minus A), per device."""
-    label_a, label_b = labels or (a.name, b.name)
+    label_a, label_b = labels or (a.module.name, b.module.name)
     return compare_overviews(overview(a, label_a), overview(b, label_b), device)
 
 

@@ -11,14 +11,15 @@ Two figures are never confused:
   (`liveness/peak.py`), so they can be below `peak_bytes`.
 - the **allocation**: what XLA's buffer assignment reserves (arguments + temporaries + outputs
   - aliased, with packing and fragmentation), which decides an OOM. Only XLA's own data gives it:
-  pass it in `xla` (read from a dump folder's buffer-assignment or memory-usage report).
+  pass it in `xla` (`xla_figures` of a `Program`: its dump folder's buffer assignment and
+  live-range files).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hloscope.analyses.cost.gc_pause import paused_gc
 from hloscope.analyses.cost.phases import scope_path
@@ -31,12 +32,16 @@ from hloscope.analyses.memory.liveness.peak import (
     space_timelines,
     xla_moment,
 )
-from hloscope.analyses.memory.liveness.spaces import detect_backend, is_device_space, space_info
+from hloscope.analyses.memory.liveness.spaces import is_device_space, space_info
 from hloscope.analyses.memory.liveness.timeline import Step, timeline
 from hloscope.analyses.memory.liveness.values import Value
 from hloscope.frames import DataFrames
+from hloscope.loader.backend import detect_backend
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
+
+if TYPE_CHECKING:
+    from hloscope.loader.program import Program
 
 GROUPINGS = ("category", "scope", "layer", "phase")
 DEFAULT_SCOPE_DEPTH = 2
@@ -212,20 +217,24 @@ def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None
             .result(xla)
 
 
-def xla_figures(source: str | Path, module_name: str | None, backend: str) -> XlaFigures | None:
-    """XLA's live-range peak and allocation for the module `source` names (a dump folder or one
-    of its files), from the dumps beside it; None when there are none (HLO text alone)."""
-    from hloscope.parsers.xla_memory import (
-        find_memory_artifacts,
-        memory_analysis_figures,
-        space_allocations,
-    )
+def program_memory(program: Program, backend: str | None = None,
+                   scope_depth: int = DEFAULT_SCOPE_DEPTH) -> MemoryResult:
+    """`memory` of a loaded program, with XLA's own figures when its dump is beside it: what
+    `hloscope memory` shows and `hloscope.memory` returns."""
+    backend = backend or program.backend
+    return memory(program.module, backend=backend, xla=xla_figures(program, backend),
+                  scope_depth=scope_depth)
 
-    artifacts = find_memory_artifacts(source, module_name)
-    live_range = artifacts.read_live_range()
-    assignment = artifacts.read_buffer_assignment()
+
+def xla_figures(program: Program, backend: str) -> XlaFigures | None:
+    """XLA's live-range peak and allocation for the program, from the dumps beside its module;
+    None when there are none (HLO text alone)."""
+    from hloscope.parsers.xla_memory import memory_analysis_figures, space_allocations
+
+    live_range, assignment = program.live_range, program.buffer_assignment
     if live_range is None and assignment is None:
         return None
+    artifacts = program.xla_memory
     sources = tuple(str(p) for p in (artifacts.live_range, artifacts.buffer_assignment) if p)
     figures = XlaFigures(sources=sources)
     if live_range is not None and live_range.peak_time is not None:

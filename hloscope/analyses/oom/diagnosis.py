@@ -28,6 +28,7 @@ from hloscope.analyses.oom.remedies import (
     remat_remedies,
 )
 from hloscope.analyses.oom.sharding import ShardingFindings, sharding_findings
+from hloscope.formats.sweep import SweepRow
 from hloscope.frames import DataFrames
 from hloscope.parsers.compile_log import CompileLog
 from hloscope.spec.config import TransformerConfig, param_count
@@ -99,13 +100,10 @@ class OomDiagnosis(DataFrames):
 
 
 def diagnose(inputs: OomInputs, capacity: Capacity | None,
-             sweep_rows: list[dict] | None = None, top: int = 10) -> OomDiagnosis:
-    from hloscope.analyses.memory.liveness.spaces import detect_backend
-
+             sweep_rows: list[SweepRow] | None = None, top: int = 10) -> OomDiagnosis:
     module = inputs.module
-    backend = detect_backend(module)
-    xla = None if inputs.dump_source is None else xla_figures(
-        inputs.dump_source, None, backend)
+    backend = inputs.program.backend
+    xla = xla_figures(inputs.program, backend)
     result = memory(module, backend=backend, xla=xla)
     verdict = None if inputs.log is None else inputs.log.compile_verdict
     required = required_figure(result, backend, inputs.log, _tpu_hbm_total(inputs, backend))
@@ -141,11 +139,11 @@ def required_figure(result: MemoryResult, backend: str, log: CompileLog | None,
 
 def _tpu_hbm_total(inputs: OomInputs, backend: str) -> int | None:
     """The default memory space's `Total bytes` (constants included) on TPU, from the dump."""
-    if backend != "tpu" or inputs.dump_source is None:
+    if backend != "tpu":
         return None
-    from hloscope.parsers.xla_memory import find_memory_artifacts, space_allocations
+    from hloscope.parsers.xla_memory import space_allocations
 
-    assignment = find_memory_artifacts(inputs.dump_source).read_buffer_assignment()
+    assignment = inputs.program.buffer_assignment
     spaces = {} if assignment is None else {s.color: s for s in space_allocations(assignment)}
     return spaces[0].total_bytes if 0 in spaces else None
 
@@ -181,7 +179,7 @@ def _largest_saved(groups: list[BufferGroup]) -> int:
 
 
 def _model_view(diagnosis: OomDiagnosis, inputs: OomInputs, groups: list[BufferGroup],
-                sweep_rows: list[dict] | None) -> None:
+                sweep_rows: list[SweepRow] | None) -> None:
     config: TransformerConfig = inputs.config  # type: ignore[assignment]
     devices = inputs.devices or 1
     parameters = param_count(config)
@@ -191,7 +189,7 @@ def _model_view(diagnosis: OomDiagnosis, inputs: OomInputs, groups: list[BufferG
 
 
 def _remedies(diagnosis: OomDiagnosis, config: TransformerConfig, groups: list[BufferGroup],
-              step_flops: int, sweep_rows: list[dict] | None) -> list[Remedy]:
+              step_flops: int, sweep_rows: list[SweepRow] | None) -> list[Remedy]:
     result = diagnosis.memory
     ratio = diagnosis.required.bytes / result.peak_bytes if result.peak_bytes else 1.0
     rematted = config.rematted_layers if config.remat != "none" else config.n_layers

@@ -1,19 +1,19 @@
 """Every analysis of one module at once: what `hloscope report` shows for each input.
 
 FLOPs and remat share one cost walk; memory needs a scheduled module (for an unscheduled one it
-is None and `memory_note` says why); XLA's own memory figures are read when the module came
-from a dump folder.
+is None and `memory_note` says why); XLA's own memory figures come with it when the program's
+dump folder has them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from hloscope.analyses.cost.flops import FlopsResult, cost_analysis, costed_charges, flops
 from hloscope.analyses.cost.remat import RematResult, remat
-from hloscope.analyses.memory.analysis import MemoryResult, memory, xla_figures
+from hloscope.analyses.memory.analysis import MemoryResult, program_memory
 from hloscope.analyses.summary.inspect import InspectResult, inspect
-from hloscope.model.module import HloModule
+from hloscope.formats.sweep import SweepRecord
+from hloscope.loader.program import Program
 
 NOT_SCHEDULED = "n/a: module not scheduled (pass the after-optimizations dump)"
 
@@ -39,28 +39,21 @@ class ModuleOverview:
         return None if xla is None else xla.allocation_bytes
 
 
-def overview(module: HloModule, label: str) -> ModuleOverview:
+def overview(program: Program, label: str) -> ModuleOverview:
+    module = program.module
     analysis = cost_analysis(module)
     charged = costed_charges(analysis)
-    memory_result, note = _memory(module)
+    memory_result, note = _memory(program)
     return ModuleOverview(label=label, inspect=inspect(module, costs=False),
                           flops=flops(analysis, charged=charged),
                           remat=remat(analysis, charged=charged), memory=memory_result,
                           memory_note=note)
 
 
-def _memory(module: HloModule) -> tuple[MemoryResult | None, str]:
-    if not module.is_scheduled:
+def _memory(program: Program) -> tuple[MemoryResult | None, str]:
+    if not program.module.is_scheduled:
         return None, NOT_SCHEDULED
-    from hloscope.analyses.memory.liveness.spaces import detect_backend
-
-    backend = detect_backend(module)
-    xla = xla_figures(module.source, None, backend) if _is_file(module.source) else None
-    return memory(module, backend=backend, xla=xla), ""
-
-
-def _is_file(source: str) -> bool:
-    return bool(source) and not source.startswith("<") and Path(source).is_file()
+    return program_memory(program), ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,3 +89,51 @@ def _fits(item: ModuleOverview, capacity: int | None) -> bool | None:
     if capacity is None or needed is None:
         return None
     return needed <= capacity
+
+
+@dataclass(slots=True)
+class OverviewSet:
+    """What `hloscope report` shows: every input's overview, and for several inputs (or a sweep)
+    the verdict on which is the fastest that fits."""
+
+    overviews: list[ModuleOverview]
+    verdict: Verdict | None
+    capacity: int | None
+    sweep: SweepRecord | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def compared(self) -> bool:
+        return self.verdict is not None
+
+
+def overview_set(programs: list[tuple[str, Program]], capacity: int | None = None,
+                 sweep: SweepRecord | None = None,
+                 notes: list[str] | None = None) -> OverviewSet:
+    """Overviews of labelled programs (labels made distinct); a sweep's own verdict and
+    capacity when the programs are its variants."""
+    overviews = [overview(program, label) for label, program in _unique(programs)]
+    verdict = None
+    if sweep is not None:
+        capacity = capacity or sweep.capacity_bytes
+        verdict = sweep_verdict(sweep)
+    elif len(overviews) > 1:
+        verdict = fastest_that_fits(overviews, capacity)
+    return OverviewSet(overviews, verdict, capacity, sweep, list(notes or []))
+
+
+def sweep_verdict(sweep: SweepRecord) -> Verdict:
+    """The sweep's own verdict (libtpu's fit, the roofline step time), not a FLOPs proxy."""
+    fits = {row.variant: row.fits for row in sweep.variants}
+    reason = "the sweep's verdict: the fastest (estimated step time) of the variants that fit"
+    return Verdict(sweep.winner, reason, fits)
+
+
+def _unique(programs: list[tuple[str, Program]]) -> list[tuple[str, Program]]:
+    """Labels made distinct (`name`, `name (2)`, ...)."""
+    seen: dict[str, int] = {}
+    unique = []
+    for label, program in programs:
+        seen[label] = seen.get(label, 0) + 1
+        unique.append((label if seen[label] == 1 else f"{label} ({seen[label]})", program))
+    return unique

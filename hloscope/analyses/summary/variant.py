@@ -28,9 +28,9 @@ from typing import Any
 from hloscope.analyses.roofline import StepEstimate, estimate_step
 from hloscope.devices import memory_budget
 from hloscope.errors import HloscopeError
+from hloscope.formats.build import BuildFolder
 from hloscope.model.module import HloModule
 from hloscope.spec.targets import parse_target
-from hloscope.workloads.build import DUMP, LOG, Build
 
 GPU_REMAT_WARNING = "Can't reduce memory use below"
 
@@ -115,7 +115,7 @@ def _within(amount: int | None, capacity: int | None) -> bool | None:
     return None if amount is None or capacity is None else amount <= capacity
 
 
-def hlo_figures(build: Build) -> HloFigures | None:
+def hlo_figures(build: BuildFolder) -> HloFigures | None:
     """hloscope's analyses of the build's optimized HLO, or None when there is none."""
     if build.hlo_path is None:
         return None
@@ -123,7 +123,7 @@ def hlo_figures(build: Build) -> HloFigures | None:
     from hloscope.analyses.cost.remat import remat
     from hloscope.analyses.memory.analysis import live_peak_bytes
     from hloscope.analyses.memory.host_offload import host_transfers
-    from hloscope.parsers.load import load_input
+    from hloscope.loader.hlo_input import load_input
 
     module = load_input(build.hlo_path)
     costs = flops(module)
@@ -147,7 +147,7 @@ def device_parameter_bytes(module: HloModule) -> int:
     return sum(leaf.padded_byte_size for leaf in leaves if leaf.memory_space != 5)
 
 
-def variant_figures(build: Build, variant: str) -> VariantFigures:
+def variant_figures(build: BuildFolder, variant: str) -> VariantFigures:
     result = build.result
     config = build.config
     target = parse_target(build.manifest["target"])
@@ -169,7 +169,7 @@ def variant_figures(build: Build, variant: str) -> VariantFigures:
         gpu_remat_warning=_log_mentions(build, GPU_REMAT_WARNING), analysis_error=analysis_error)
 
 
-def _analysed(build: Build) -> tuple[HloFigures | None, str | None]:
+def _analysed(build: BuildFolder) -> tuple[HloFigures | None, str | None]:
     """hlo_figures, or None and the reason when hloscope cannot read the program."""
     try:
         return hlo_figures(build), None
@@ -177,12 +177,11 @@ def _analysed(build: Build) -> tuple[HloFigures | None, str | None]:
         return None, str(error).splitlines()[0]
 
 
-def _log_mentions(build: Build, text: str) -> bool:
-    log = build.folder / LOG
-    return log.exists() and text in log.read_text(errors="replace")
+def _log_mentions(build: BuildFolder, text: str) -> bool:
+    return text in build.log_text()
 
 
-def _required(build: Build, hlo: HloFigures | None) -> tuple[int | None, str | None]:
+def _required(build: BuildFolder, hlo: HloFigures | None) -> tuple[int | None, str | None]:
     result = build.result
     reported = reported_device_total(build)
     if reported is not None:
@@ -195,19 +194,17 @@ def _required(build: Build, hlo: HloFigures | None) -> tuple[int | None, str | N
     return None, None
 
 
-def reported_device_total(build: Build) -> int | None:
+def reported_device_total(build: BuildFolder) -> int | None:
     """`Total bytes` of the default memory space in the main module's memory-usage report:
     the figure libtpu's OOM message compares with the usable HBM (measured: equal after every
     OOM), and on GPU and CPU the allocation."""
-    hlo = build.manifest["files"].get("dump_module")
-    if not hlo:
+    hlo = build.dump_module
+    if hlo is None:
         return None
-    report = build.folder / DUMP / hlo.replace(".txt", "-memory-usage-report.txt")
-    if not report.exists():
-        return None
-    from hloscope.parsers.xla_memory.usage_report import read_usage_report
+    from hloscope.parsers.xla_memory.artifacts import find_memory_artifacts
 
-    default = read_usage_report(report).space(0)
+    report = find_memory_artifacts(hlo).read_usage_report()
+    default = None if report is None else report.space(0)
     return None if default is None else default.total_bytes
 
 
@@ -230,3 +227,21 @@ def _fit(status: str, backend: str, required: int | None,
     if required is None or capacity is None:
         return None, None
     return required <= capacity, "memory vs JAX's GPU budget"
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    """A build folder, the figures a sweep would rank it by, and whether the cache gave it."""
+
+    build: BuildFolder
+    figures: VariantFigures
+    cached: bool = False
+
+    @property
+    def passed(self) -> bool:
+        """Compiled, and not known not to fit (`hloscope build` exits 1 otherwise)."""
+        return self.figures.status == "ok" and self.figures.fits is not False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"folder": str(self.build.folder), "cache_hit": self.cached,
+                "manifest": self.build.manifest, "figures": self.figures.to_dict()}

@@ -6,7 +6,7 @@ JSON fallback, into `hloscope.model.trace.Trace`; the HLO of the programs a trac
 """
 from __future__ import annotations
 
-from hloscope.parsers.trace.files import find_dump_folder, find_trace_file, load_trace
+from hloscope.parsers.trace.files import find_trace_file, load_trace
 from hloscope.parsers.trace.programs import ProgramIndex, TraceProgram, trace_programs
 from hloscope.parsers.trace.trace_json import parse_trace_json, read_trace_json
 from hloscope.parsers.trace.xplane import parse_xplane, read_xplane
@@ -14,7 +14,6 @@ from hloscope.parsers.trace.xplane import parse_xplane, read_xplane
 __all__ = [
     "ProgramIndex",
     "TraceProgram",
-    "find_dump_folder",
     "find_trace_file",
     "load_trace",
     "parse_trace_json",

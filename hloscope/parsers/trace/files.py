@@ -7,8 +7,8 @@
   (`plugins/profile/<run>/`) or a run folder itself. The newest run is read; in it the XSpace
   is preferred and the trace JSON is the fallback when there is none.
 
-`find_dump_folder` finds the XLA dump that belongs to a profile folder (`dump/` beside
-`trace/`), so `hloscope trace FOLDER` joins against XLA's own text when it is there.
+The XLA dump that belongs to a `hloscope profile` folder is found by the loader
+(`hloscope.formats.profile.find_dump_folder`).
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from hloscope.parsers.trace.xplane import read_xplane
 
 XPLANE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 JSON_SUFFIXES = (".trace.json", ".trace.json.gz")
-_PROFILE_DEPTH = 5  # <profile>/trace/plugins/profile/<run>/<host>.xplane.pb
 
 
 def load_trace(source: str | Path, prefer_json: bool = False) -> Trace:
@@ -54,13 +53,3 @@ def find_trace_file(folder: Path, prefer_json: bool = False) -> Path:
         if found:
             return found[0]
     raise InputError(f"{run}: no profile file")  # unreachable: the run came from a match
-
-
-def find_dump_folder(source: str | Path) -> Path | None:
-    """The XLA dump folder of a `hloscope profile` folder (`dump/` beside `trace/`), if any."""
-    path = Path(source)
-    for folder in (path, *path.parents[:_PROFILE_DEPTH]):
-        dump = folder / "dump"
-        if (folder / "trace").is_dir() and dump.is_dir():
-            return dump
-    return None

@@ -19,7 +19,8 @@ from pathlib import Path
 from hloscope.errors import InputError
 from hloscope.model.module import HloModule
 from hloscope.model.trace import OpEvent, Trace
-from hloscope.parsers.load import dump_files, load_all, load_file
+from hloscope.parsers.dump_folder import dump_files
+from hloscope.parsers.hlo_file import load_file
 from hloscope.parsers.text import parse_lines
 from hloscope.parsers.trace.hlo_text import module_text
 from hloscope.parsers.xla_memory.hlo_proto import decode_message
@@ -74,7 +75,7 @@ def _ran(events: Iterable[OpEvent]) -> set[tuple[int | None, str]]:
 
 
 def _from_file(path: Path) -> ProgramIndex:
-    modules = load_all(path) if path.exists() else load_file(path)
+    modules = load_file(path)
     return ProgramIndex([TraceProgram(m.name, None, m, str(path)) for m in modules])
 
 

@@ -10,7 +10,7 @@ XLA names every file of a module `module_NNNN.<name>.<stage>`; the after-optimiz
     <base>after_optimizations-memory-usage-report.txt         per memory space
     <base>after_optimizations.hlo.pb                          HloProto (--xla_dump_hlo_as_proto)
 
-Given a dump folder, the module is chosen as `load_input` chooses it (the largest
+Given a dump folder, the module is chosen as the loader chooses it (the largest
 after-optimizations file, or `module` by name, file name or program id). Given another file of
 the module (before optimizations, an OOM's intermediate module), its program's after-
 optimizations base is used. Files may be gzip-compressed (`.gz`). Any file may be missing.
@@ -28,12 +28,11 @@ from hloscope.model.xla_memory import (
     LiveRangeDump,
     MemoryUsageReport,
 )
-from hloscope.parsers.load import (
+from hloscope.parsers.dump_folder import (
     AFTER_OPTIMIZATIONS,
     DumpFile,
     choose_dump_file,
     dump_files,
-    hlo_folder,
 )
 from hloscope.parsers.xla_memory.buffer_assignment import read_buffer_assignment
 from hloscope.parsers.xla_memory.hlo_proto import read_hlo_proto
@@ -107,7 +106,6 @@ def find_memory_artifacts(source: str | Path, module: str | None = None) -> XlaM
 
 
 def _choose(folder: Path, module: str | None) -> DumpFile | None:
-    folder = hlo_folder(folder)
     files = [f for f in dump_files(folder) if f.path.name.endswith(AFTER_OPTIMIZATIONS)]
     return choose_dump_file(files, module, folder) if files else None
 

@@ -1,6 +1,6 @@
 """The page `hloscope report` writes: sections of Reports and inline SVG figures.
 
-A `Page` is presentation only: factories (`html_inputs`) fill it from analysis results, and
+A `Page` is presentation only: factories (`html_report`) fill it from analysis results, and
 `render_page` turns it into one self-contained HTML document (see `html.py` for escaping and
 the no-network rule).
 """

@@ -1,36 +1,16 @@
 """Memory spaces: what `S(n)` means for the backend that compiled a module.
 
-The backend is read from the dump file's name (`*.cpu_after_optimizations.txt`,
-`*.sm_9.0a_gpu_after_optimizations.txt`) or, for TPU, from its tiled layouts (`T(8,128)`); the
-caller can also name it. What each space is and where it lives comes from `hloscope/devices.py`:
-on TPU S(1) is on-chip VMEM and S(2) SMEM, which do not count against HBM; on GPU S(1)
-(collective memory) and S(2) (temporaries) are device HBM; S(5) is pinned host memory. Device
-memory is the sum of the spaces that live in it.
+The backend is the loader's (`hloscope.loader.backend.detect_backend`: the dump file's name,
+or TPU's tiled layouts); the caller can also name it. What each space is and where it lives
+comes from `hloscope/devices.py`: on TPU S(1) is on-chip VMEM and S(2) SMEM, which do not count
+against HBM; on GPU S(1) (collective memory) and S(2) (temporaries) are device HBM; S(5) is
+pinned host memory. Device memory is the sum of the spaces that live in it.
 """
 from __future__ import annotations
 
-import re
-
 from hloscope.devices import MEMORY_SPACES, MemoryLocation, MemorySpace, memory_space
-from hloscope.model.module import HloModule
 
-UNKNOWN_BACKEND = "unknown"
-_TILED_LAYOUT = re.compile(r"\{[\d,]*:T\(")
 _HOST_SPACE = 5
-
-
-def detect_backend(module: HloModule) -> str:
-    """"cpu", "gpu", "tpu" or "unknown"."""
-    name = module.source.rsplit("/", 1)[-1]
-    if "cpu_after_optimizations" in name or "cpu_before_optimizations" in name:
-        return "cpu"
-    if "gpu_after_optimizations" in name or "gpu_before_optimizations" in name:
-        return "gpu"
-    entry = module.entry
-    for instruction in entry.instructions[:200]:
-        if _TILED_LAYOUT.search(instruction.shape_text):
-            return "tpu"
-    return UNKNOWN_BACKEND
 
 
 def space_info(backend: str, number: int) -> MemorySpace:

@@ -1,4 +1,6 @@
-"""What a compile produces: memory and cost figures, timing, versions and the verdict (no jax).
+"""What a compile produces: memory and cost figures, timing, versions and the verdict.
+
+The record is written as the "compile" object of a build manifest and of capture.json.
 
 `memory_analysis()` figures are XLA's *allocation* view (arguments + outputs + temporaries -
 aliased); they are not the live-range peak (see DESIGN.md). `peak_bytes` is copied as XLA reports
@@ -14,6 +16,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+DUMP_FOLDER = "dump"
+"""Where a compile's XLA dump goes, inside a build folder and a capture folder alike."""
+LOG_FILE = "compile.log"
+"""The compile process's output, beside its dump."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,54 @@
+"""XLA's dump folder: its HLO text files and how one module among them is named.
+
+A dump folder holds one `module_NNNN.<name>.<backend>_after_optimizations.txt` per program (and
+the `before_optimizations` text when asked for); a module is named by its module name, its file
+name or its program id NNNN. Which module a command reads is the loader's choice.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from hloscope.errors import InputError
+
+AFTER_OPTIMIZATIONS = "after_optimizations.txt"
+BEFORE_OPTIMIZATIONS = "before_optimizations.txt"
+_DUMP_NAME = re.compile(r"module_(\d+)\.([^.]+)\..*(?:after|before)_optimizations\.txt$")
+
+
+@dataclass(frozen=True, slots=True)
+class DumpFile:
+    """One HLO text file in an XLA dump folder."""
+
+    path: Path
+    program_id: int
+    module_name: str
+    size: int
+
+
+def dump_files(folder: Path) -> list[DumpFile]:
+    """The HLO text files of a dump folder: after-optimization ones, else before-optimization."""
+    for suffix in (AFTER_OPTIMIZATIONS, BEFORE_OPTIMIZATIONS):
+        found = [_dump_file(p) for p in sorted(folder.glob(f"*{suffix}")) if p.is_file()]
+        if found:
+            return found
+    return []
+
+
+def _dump_file(path: Path) -> DumpFile:
+    match = _DUMP_NAME.search(path.name)
+    program_id, name = (int(match.group(1)), match.group(2)) if match else (-1, path.stem)
+    return DumpFile(path, program_id, name, path.stat().st_size)
+
+
+def choose_dump_file(files: list[DumpFile], module: str | None, folder: Path) -> DumpFile:
+    """The largest file, or the one `module` names; InputError when none has that name."""
+    if module is None:
+        return max(files, key=lambda f: f.size)
+    for dump in files:
+        if module in (dump.module_name, dump.path.name, str(dump.program_id),
+                      f"{dump.program_id:04d}"):
+            return dump
+    names = ", ".join(sorted({f.module_name for f in files}))
+    raise InputError(f"{folder}: no module named {module!r}; the folder holds: {names}")

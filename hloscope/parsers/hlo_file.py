@@ -1,0 +1,93 @@
+"""Reading HLO text: one file (gzip-compressed when it ends in .gz), a stream, or text itself.
+
+Every module in the input is returned in order; which one a command analyses is the loader's
+choice (`hloscope.loader`). A byte that is not UTF-8 is reported at its exact line and column.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from hloscope.errors import InputError, ParseError, SourceLocation
+from hloscope.model.module import HloModule
+from hloscope.parsers.text import parse_lines
+
+
+def parse_text(text: str, source: str = "<text>") -> list[HloModule]:
+    """Every module of HLO text held in a string."""
+    return parse_lines(io.StringIO(text), source)
+
+
+def looks_like_text(source: str) -> bool:
+    """Whether a string given as input is HLO text itself rather than a path."""
+    return "\n" in source or source.lstrip().startswith("HloModule ")
+
+
+def load_file(path: Path) -> list[HloModule]:
+    """Every module in one HLO text file (gzip-compressed when it ends in .gz)."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    try:
+        handle = _open_text(path)
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+    with handle:
+        try:
+            return parse_stream(handle, str(path))
+        except ParseError as error:
+            if error.message.startswith(NOT_UTF8):
+                raise _locate_decode_error(path) from None
+            raise
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")  # noqa: SIM115  (closed by the caller)
+    return open(path, encoding="utf-8")  # noqa: SIM115
+
+
+def parse_stream(lines: Iterable[str], source: str) -> list[HloModule]:
+    counter = _LineCounter(lines)
+    try:
+        return parse_lines(counter, source)
+    except UnicodeDecodeError:
+        raise ParseError(f"{NOT_UTF8}: is this an HLO text file?",
+                         SourceLocation(source, counter.count + 1, 1)) from None
+    except (gzip.BadGzipFile, EOFError) as error:
+        raise ParseError(f"damaged gzip data: {error}",
+                         SourceLocation(source, counter.count + 1, 1)) from None
+    except OSError as error:
+        raise InputError(f"{source}: cannot read: {error.strerror or error}") from None
+
+
+NOT_UTF8 = "not UTF-8 text"
+
+
+def _locate_decode_error(path: Path) -> ParseError:
+    """The exact line and column of the first byte that is not UTF-8."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                shown = raw[: error.start].decode("utf-8", "replace")
+                return ParseError(f"{NOT_UTF8} (byte 0x{raw[error.start]:02x}): is this an HLO "
+                                  "text file?", SourceLocation(str(path), number, error.start + 1),
+                                  shown + "?")
+    return ParseError(f"{NOT_UTF8}: is this an HLO text file?", SourceLocation(str(path), 1, 1))
+
+
+class _LineCounter:
+    """Counts the lines handed out, to place a decoding error."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = lines
+        self.count = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._lines:
+            self.count += 1
+            yield line
