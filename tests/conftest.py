@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 CORPUS = SHARED / "corpus"
 FIXTURES = REPO / "fixtures"
+ORACLES = REPO / "tests" / "oracles"
 
 
 @dataclass(frozen=True)

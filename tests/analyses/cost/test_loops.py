@@ -7,15 +7,14 @@ import operator
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import ORACLES
 
 import hloscope
 from hloscope.analyses.cost import CostAnalysis, CostOptions
 from hloscope.analyses.cost.flops import flops
 
-HERE = Path(__file__).resolve().parent
 _COMPARE = {"LT": operator.lt, "LE": operator.le, "GT": operator.gt, "GE": operator.ge,
             "NE": operator.ne}
 
@@ -107,7 +106,7 @@ def test_xla_conventions_count_the_body_once() -> None:
 def compiled_loops(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("loops") / "loops.json"
     environment = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    subprocess.run([sys.executable, str(HERE / "compiled_loops.py"), str(out)], check=True,
+    subprocess.run([sys.executable, str(ORACLES / "compiled_loops.py"), str(out)], check=True,
                    env=environment, capture_output=True, timeout=300)
     return json.loads(out.read_text())
 

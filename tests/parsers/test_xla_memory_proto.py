@@ -2,7 +2,7 @@
 
 The schema is checked field by field against the hlo.proto / xla_data.proto descriptors jaxlib
 embeds in its shared library. Three programs are compiled on the CPU in one child process (run
-as `python tests/test_xla_memory_proto.py OUT_DIR`, so JAX stays out of the test process),
+as `python tests/parsers/test_xla_memory_proto.py OUT_DIR`, so JAX stays out of the test process),
 dumping text and protos, and writing memory_analysis() with its serialized buffer assignment
 and the HloModuleProto. The proto readers must give what the text dumps of the same compile
 give; the heap replay must peak where and at what the live-range dump says the traced
@@ -18,7 +18,7 @@ from dataclasses import astuple
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import ORACLES, REPO
 from jaxlib_descriptors import jaxlib_descriptors
 
 from hloscope.model.xla_memory import BufferAllocation, BufferAssignment
@@ -104,7 +104,8 @@ def compiled(tmp_path_factory) -> Path:
     pytest.importorskip("jax")
     out = tmp_path_factory.mktemp("xla-memory-cpu")
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_COMPILATION_CACHE": "false",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests"), str(ORACLES),
+                                          os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, __file__, str(out)], env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

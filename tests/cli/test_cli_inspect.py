@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from conftest import CORPUS, require_corpus
-from test_parse_errors import GOOD
+from small_modules import GOOD
 
 from hloscope.cli.main import cli
 

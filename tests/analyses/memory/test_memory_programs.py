@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ORACLES
 
 import hloscope
 from hloscope.analyses.memory.analysis import memory
@@ -26,7 +27,6 @@ from hloscope.analyses.memory.liveness.peak import live_at, live_bytes
 from hloscope.parsers.xla_memory import find_memory_artifacts
 
 pytestmark = pytest.mark.compile
-HERE = Path(__file__).resolve().parent
 PROGRAMS = ("mlp_f32", "mlp_bf16_donated", "attention", "scan_layers", "remat_full",
             "remat_dots", "remat_dots_no_batch_bf16", "embedding_bf16_donated",
             "loop_with_conditional")
@@ -36,7 +36,7 @@ PROGRAMS = ("mlp_f32", "mlp_bf16_donated", "attention", "scan_layers", "remat_fu
 def compiled(tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("memory-programs")
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    subprocess.run([sys.executable, str(HERE / "memory_programs.py"), str(out / "dump"),
+    subprocess.run([sys.executable, str(ORACLES / "memory_programs.py"), str(out / "dump"),
                     str(out / "programs.json")], check=True, env=env, capture_output=True,
                    timeout=300)
     return out / "dump", json.loads((out / "programs.json").read_text())

@@ -17,11 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from sweep_runs import TINY_CPU, cache_entries, processes_mentioning, rows_by_name, run_sweep_cli
 
 from hloscope.sweep.faults import KILL_ATTEMPTS_ENV
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture

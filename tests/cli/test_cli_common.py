@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner, Result
+from conftest import REPO
 
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.cli.main import EXIT_INTERNAL_ERROR, cli
@@ -24,8 +25,6 @@ from hloscope.errors import (
     UsageError,
 )
 from hloscope.reports import Column, Report, Table
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 class _GateFailed(HloscopeError):

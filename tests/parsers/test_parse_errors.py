@@ -5,24 +5,10 @@ import gzip
 from pathlib import Path
 
 import pytest
+from small_modules import GOOD
 
 import hloscope
 from hloscope.errors import InputError, ParseError
-
-GOOD = """HloModule m, is_scheduled=true
-
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-
-ENTRY %main (p: f32[8]) -> f32[] {
-  %p = f32[8]{0} parameter(0)
-  %zero = f32[] constant(0)
-  ROOT %r = f32[] reduce(%p, %zero), dimensions={0}, to_apply=%add
-}
-"""
 
 
 def _error_for(text: str, tmp_path: Path) -> ParseError:
