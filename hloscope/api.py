@@ -156,13 +156,16 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
     else the HloProtos in the trace): self time per op, scope, layer and phase, the remat time
     share, step times, achieved FLOP/s and MFU where `device`'s peak is known. `export` also
     writes a Perfetto / Chrome trace JSON (an existing file only with `force`)."""
-    from hloscope.analyses.trace.run import analyse_traced, chrome_trace_of
+    from hloscope.analyses.trace.run import add_xprof_figures, analyse_traced, chrome_trace_of
     from hloscope.loader.trace import load_traced
     from hloscope.reports.output import check_writable, write_file
 
     check_writable(export, force)
     traced = load_traced(source, hlo, prefer_json=json_trace)
-    result = analyse_traced(traced, device, module, scope_depth, peak_dtype, xprof)
+    result = analyse_traced(traced, device, module, scope_depth, peak_dtype)
+    if xprof:
+        heap = traced.xprof_peak_heap_bytes(result.module_name, result.program_id)
+        add_xprof_figures(result, traced, heap)
     if export is not None:
         import json
 
@@ -180,6 +183,7 @@ def build(output: str | Path, model: str = "tiny", policy: str = "none", target:
     when the same program was compiled before. `result.passed` is False when it did not compile
     or does not fit."""
     from hloscope.analyses.summary.variant import BuildSummary, variant_figures
+    from hloscope.loader.build import load_build
     from hloscope.spec.policies import parse_variant
     from hloscope.spec.presets import preset_config
     from hloscope.spec.targets import parse_target
@@ -192,7 +196,7 @@ def build(output: str | Path, model: str = "tiny", policy: str = "none", target:
     folder = Path(output)
     prepare_folder(folder, force)
     built, cached = build_into(spec, folder, None if cache is None else Path(cache), timeout)
-    return BuildSummary(built, variant_figures(built, variant.name), cached)
+    return BuildSummary(built, variant_figures(load_build(built), variant.name), cached)
 
 
 def sweep(model: str = "tiny", policies: str = "all", target: str = "cpu",

@@ -251,3 +251,79 @@ def test_each_file_name_is_spelled_in_one_module() -> None:
     assert "manifest.json" in spelled and "sweep.json" in spelled  # the reader sees them at all
     shared = {name: sorted(owners) for name, owners in spelled.items() if len(owners) > 1}
     assert not shared, shared
+
+
+ANALYSES = PACKAGE / "analyses"
+FILE_METHODS = frozenset({"read_text", "read_bytes", "write_text", "write_bytes", "exists",
+                          "is_file", "is_dir", "glob", "rglob", "iterdir", "open", "listdir",
+                          "scandir"})
+FILE_MODULES = frozenset({"hloscope.loader.hlo_input", "hloscope.parsers.trace.xprof", "os",
+                          "io", "gzip", "bz2", "lzma", "shutil", "tempfile", "subprocess",
+                          "glob", "zipfile", "tarfile"})
+READER_NAME = re.compile(r"(load|read|find)_\w+")
+READING_METHODS = frozenset({"log_text", "compile_log"})  # formats objects that read on call
+
+
+def file_access(path: Path, name: str) -> list[str]:
+    """Where the module at `path` (named `name`) reads files: `open(...)`, a path's or os's file
+    methods (`.read_text`, `.exists`, `.glob` ...), a reading method of a loaded object
+    (`.read_usage_report()`, `build.log_text()`), an import of the HLO loader, of xprof's
+    converter or of a file module, or of a reader function (`load_*`, `read_*`, `find_*`)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+                node.func.id == "open"):
+            found.append(f"{name}:{node.lineno} calls open()")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                READER_NAME.fullmatch(node.func.attr) or node.func.attr in READING_METHODS):
+            found.append(f"{name}:{node.lineno} calls .{node.func.attr}()")
+        elif isinstance(node, ast.Attribute) and node.attr in FILE_METHODS:
+            found.append(f"{name}:{node.lineno} uses .{node.attr}")
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            found.extend(_file_imports(node, name, path.name == "__init__.py"))
+    return found
+
+
+def _file_imports(node: ast.Import | ast.ImportFrom, name: str, is_package: bool) -> list[str]:
+    found = [f"{name}:{node.lineno} imports {target}"
+             for target in _targets(node, name, is_package)
+             if (_resolve(target) if target.startswith("hloscope") else target.split(".")[0])
+             in FILE_MODULES]
+    if isinstance(node, ast.ImportFrom):
+        found += [f"{name}:{node.lineno} imports {alias.name}" for alias in node.names
+                  if READER_NAME.fullmatch(alias.name)]
+    return found
+
+
+def test_analyses_read_no_files() -> None:
+    """Analyses are pure: the loader (or the caller) reads, they compute from what it read."""
+    accesses = [access for name, path in modules().items()
+                if path.is_relative_to(ANALYSES) for access in file_access(path, name)]
+    assert len([p for p in modules().values() if p.is_relative_to(ANALYSES)]) > 10
+    assert not accesses, "\n".join(accesses)
+
+
+def test_the_file_access_checker_sees_reads(tmp_path: Path) -> None:
+    """The check above on hand-made modules, each reading a file one way."""
+    samples = {
+        "opens": "def f(p):\n    with open(p) as stream:\n        return stream.read()\n",
+        "reads": "def f(p):\n    return p.read_text()\n",
+        "probes": "def f(p):\n    return p.exists() or p.is_file() or p.is_dir()\n",
+        "globs": "def f(p):\n    return list(p.glob('*')) + list(p.iterdir())\n",
+        "loads": "def f(p):\n    from hloscope.loader.hlo_input import load_input\n"
+                 "    return load_input(p)\n",
+        "finds": "from hloscope.parsers.xla_memory import find_memory_artifacts\n",
+        "xprof": "from hloscope.parsers.trace import xprof\n",
+        "logs": "def f(build):\n    return build.log_text()\n",
+        "reports": "def f(artifacts):\n    return artifacts.read_usage_report()\n",
+        "os": "import os.path\n",
+    }
+    for stem, source in samples.items():
+        path = tmp_path / f"{stem}.py"
+        path.write_text(source)
+        assert file_access(path, f"hloscope.analyses.{stem}"), stem
+    pure = tmp_path / "pure.py"
+    pure.write_text("from hloscope.loader.build import LoadedBuild\n"
+                    "def f(loaded: LoadedBuild) -> str:\n    return loaded.log_text\n")
+    assert file_access(pure, "hloscope.analyses.pure") == []

@@ -43,4 +43,4 @@ def command(model: str, config: TransformerConfig, policy: str, steps: int, plat
     run_profile(spec, folder, force, timeout)
     traced = load_traced(folder)
     device = "cpu" if platform == "cpu" else None
-    emit(trace_report(analyse_traced(traced, device, xprof=False)), fmt, None, False)
+    emit(trace_report(analyse_traced(traced, device)), fmt, None, False)

@@ -2,6 +2,8 @@
 
 The HLO comes from `--hlo` when given, else from the dump folder of the `hloscope profile` folder
 the trace is in (`formats.profile.find_dump_folder`), else from the HloProtos the trace embeds.
+`TracedRun.xprof_peak_heap_bytes` runs xprof's converter on the trace file
+(`parsers.trace.xprof`) for the cross-check of one program, once the analysis has named it.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from hloscope.formats.profile import find_dump_folder
 from hloscope.model.trace import Trace
 from hloscope.parsers.trace import load_trace, trace_programs
 from hloscope.parsers.trace.programs import ProgramIndex
+from hloscope.parsers.trace.xprof import xprof_peak_heap
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,14 @@ class TracedRun:
 
     trace: Trace
     programs: ProgramIndex
+
+    def xprof_peak_heap_bytes(self, module: str, program_id: int | None) -> int | None:
+        """xprof's memory_viewer peak heap of a program of the trace; None when the trace is not
+        an XSpace, xprof is not installed, or it gives none."""
+        if self.trace.kind != "xplane":
+            return None
+        figures = xprof_peak_heap(Path(self.trace.source), module, program_id)
+        return None if figures is None else figures.peak_heap_bytes
 
 
 def load_traced(source: str | Path, hlo: str | Path | None = None,

@@ -7,8 +7,8 @@ compiles whose worker died, and reports progress to a `SweepListener`. Every wor
 through the shared content-addressed cache (`cache.BuildCache`: the same key is never compiled
 twice, a damaged entry never trusted) — the compile itself runs in the worker's own child
 process (`runner.compile_in_subprocess`), so a libtpu crash is a result — and analyses the
-optimized HLO (`figures.variant_figures`). The builds are then gathered into the sweep folder
-and `ranking.rank_variants` names the winner: the fastest case that fits.
+optimized HLO (`loader.build.load_build`, then `variant_figures`). The builds are then gathered
+into the sweep folder and `ranking.rank_variants` names the winner: the fastest case that fits.
 """
 from __future__ import annotations
 

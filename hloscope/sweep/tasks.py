@@ -1,10 +1,11 @@
 """One compile as a task a worker runs, and what comes back (no jax).
 
 `run_task` is what a worker — a local spawned process or a Ray task — executes: build through
-the cache (or into the sweep folder without it), analyse the build (`figures.variant_figures`)
-and return a `TaskOutcome`. When the worker cannot see the driver's file system (its probe file
-is absent) the build folder travels back packed (`transfer`) and `receive` unpacks it. When a
-worker dies, `lost_outcome` writes the failure as a build folder carrying the attempt's log.
+the cache (or into the sweep folder without it), load the build (`loader.build.load_build`),
+analyse it (`analyses.summary.variant.variant_figures`) and return a `TaskOutcome`. When the
+worker cannot see the driver's file system (its probe file is absent) the build folder travels
+back packed (`transfer`) and `receive` unpacks it. When a worker dies, `lost_outcome` writes the
+failure as a build folder carrying the attempt's log.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from hloscope.analyses.summary.variant import VariantFigures, variant_figures
 from hloscope.formats.build import DUMP_FOLDER, LOG_FILE, BuildFolder
 from hloscope.formats.compile_record import CompileResult
+from hloscope.loader.build import load_build
 from hloscope.sweep.faults import kill_self_mid_compile
 from hloscope.sweep.transfer import pack_folder, unpack_folder
 from hloscope.workloads.build import BuildSpec, run_build, write_build
@@ -75,7 +77,7 @@ def run_task(task: CompileTask) -> TaskOutcome:
     finally:
         if stop is not None:
             stop.set()
-    figures = variant_figures(build, task.case)
+    figures = variant_figures(load_build(build), task.case)
     archive = None if shared else pack_folder(build.folder)
     if not shared and task.cache_root is None:
         shutil.rmtree(build.folder, ignore_errors=True)
@@ -143,4 +145,4 @@ def lost_outcome(task: CompileTask, reason: str, attempts: int) -> TaskOutcome:
                            log_tail=tail_of_log(destination / LOG_FILE))
     build = write_build(task.spec, result, destination)
     return TaskOutcome(task.case, task.spec.config.batch, str(destination), False,
-                       variant_figures(build, task.case), 0.0, attempts)
+                       variant_figures(load_build(build), task.case), 0.0, attempts)

@@ -19,6 +19,9 @@ Sources, each independent of the others:
   not be established count once and make the FLOPs a lower bound (`unknown_loops`).
 - **host offload**: hloscope.analyses.memory.host_offload (bytes moved to and from S(5)).
 - **step time**: hloscope.analyses.roofline from the device facts.
+
+The build comes loaded (`loader.build.load_build`: its HLO, report total and log read there);
+nothing here reads a file.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from hloscope.analyses.roofline import StepEstimate, estimate_step
 from hloscope.devices import memory_budget
 from hloscope.errors import HloscopeError
 from hloscope.formats.build import BuildFolder
+from hloscope.loader.build import LoadedBuild
 from hloscope.model.module import HloModule
 from hloscope.spec.targets import parse_target
 
@@ -115,17 +119,13 @@ def _within(amount: int | None, capacity: int | None) -> bool | None:
     return None if amount is None or capacity is None else amount <= capacity
 
 
-def hlo_figures(build: BuildFolder) -> HloFigures | None:
-    """hloscope's analyses of the build's optimized HLO, or None when there is none."""
-    if build.hlo_path is None:
-        return None
+def hlo_figures(module: HloModule) -> HloFigures:
+    """hloscope's analyses of a build's optimized HLO."""
     from hloscope.analyses.cost.flops import flops
     from hloscope.analyses.cost.remat import remat
     from hloscope.analyses.memory.analysis import live_peak_bytes
     from hloscope.analyses.memory.host_offload import host_transfers
-    from hloscope.loader.hlo_input import load_input
 
-    module = load_input(build.hlo_path)
     costs = flops(module)
     recomputed = remat(module)
     transfers = host_transfers(module)
@@ -147,13 +147,15 @@ def device_parameter_bytes(module: HloModule) -> int:
     return sum(leaf.padded_byte_size for leaf in leaves if leaf.memory_space != 5)
 
 
-def variant_figures(build: BuildFolder, variant: str) -> VariantFigures:
+def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
+    """The row of a loaded build (`loader.build.load_build`), named `variant`."""
+    build = loaded.build
     result = build.result
     config = build.config
     target = parse_target(build.manifest["target"])
-    hlo, analysis_error = _analysed(build)
+    hlo, analysis_error = _analysed(loaded)
     capacity = memory_budget(target.device)
-    required, source = _required(build, hlo)
+    required, source = _required(loaded)
     fits, fit_source = _fit(result.status, target.backend, required, capacity)
     step = None if hlo is None else estimate_step(
         target.device, config.compute_dtype, hlo.total_flops, hlo.bytes_accessed,
@@ -166,46 +168,30 @@ def variant_figures(build: BuildFolder, variant: str) -> VariantFigures:
         compile_seconds=result.compile_seconds,
         xla_flops=None if result.cost is None else result.cost.flops, hlo=hlo, step=step,
         fingerprint=build.manifest.get("fingerprint"), error=result.error,
-        gpu_remat_warning=_log_mentions(build, GPU_REMAT_WARNING), analysis_error=analysis_error)
+        gpu_remat_warning=GPU_REMAT_WARNING in loaded.log_text, analysis_error=analysis_error)
 
 
-def _analysed(build: BuildFolder) -> tuple[HloFigures | None, str | None]:
-    """hlo_figures, or None and the reason when hloscope cannot read the program."""
+def _analysed(loaded: LoadedBuild) -> tuple[HloFigures | None, str | None]:
+    """hlo_figures, or None and the reason when hloscope cannot read or analyse the program
+    (None and None when the build has none)."""
+    if loaded.module is None:
+        return None, loaded.load_error
     try:
-        return hlo_figures(build), None
+        return hlo_figures(loaded.module), None
     except HloscopeError as error:
         return None, str(error).splitlines()[0]
 
 
-def _log_mentions(build: BuildFolder, text: str) -> bool:
-    return text in build.log_text()
-
-
-def _required(build: BuildFolder, hlo: HloFigures | None) -> tuple[int | None, str | None]:
-    result = build.result
-    reported = reported_device_total(build)
-    if reported is not None:
-        return reported, "XLA memory-usage report (default memory space)"
+def _required(loaded: LoadedBuild) -> tuple[int | None, str | None]:
+    result = loaded.build.result
+    if loaded.reported_device_bytes is not None:
+        return loaded.reported_device_bytes, "XLA memory-usage report (default memory space)"
     if result.memory is not None:
         return result.memory.allocated_bytes, "memory_analysis allocation"
     temporaries = oom_temporaries(result.error or "")
     if temporaries is not None:
         return temporaries, "XLA's OOM message"
     return None, None
-
-
-def reported_device_total(build: BuildFolder) -> int | None:
-    """`Total bytes` of the default memory space in the main module's memory-usage report:
-    the figure libtpu's OOM message compares with the usable HBM (measured: equal after every
-    OOM), and on GPU and CPU the allocation."""
-    hlo = build.dump_module
-    if hlo is None:
-        return None
-    from hloscope.parsers.xla_memory.artifacts import find_memory_artifacts
-
-    report = find_memory_artifacts(hlo).read_usage_report()
-    default = None if report is None else report.space(0)
-    return None if default is None else default.total_bytes
 
 
 def oom_temporaries(error: str) -> int | None:

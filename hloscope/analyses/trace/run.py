@@ -1,13 +1,14 @@
 """`hloscope trace` on a loaded trace: the analysis, xprof's cross-check, the Perfetto export.
 
-The trace and the HLO of its programs come from the loader (`loader.trace.TracedRun`). Without a
-named device, a host-only trace is judged against the CPU's peak and a device trace against none
-(its device is unknown). The memory figures beside the timings (the export's live bytes, the
+The trace and the HLO of its programs come from the loader (`loader.trace.TracedRun`), and so
+does xprof's peak heap of the analysed program (`TracedRun.xprof_peak_heap_bytes` runs xprof on
+the trace file): `add_xprof_figures` only sets it beside the live peak. Without a named device,
+a host-only trace is judged against the CPU's peak and a device trace against none (its device
+is unknown). The memory figures beside the timings (the export's live bytes, the
 live peak next to xprof's) are the analysed program's live peak; an unscheduled program has none.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hloscope.analyses.cost.flops import DEFAULT_SCOPE_DEPTH
@@ -23,15 +24,21 @@ if TYPE_CHECKING:
 
 def analyse_traced(traced: TracedRun, device: str | Device | None = None,
                    module: str | None = None, scope_depth: int = DEFAULT_SCOPE_DEPTH,
-                   peak_dtype: str = "bf16", xprof: bool = True) -> TraceResult:
-    """The trace analysis of the main (or named) program; with `xprof`, xprof's peak heap and the
-    live peak beside it when xprof is installed and the trace is an XSpace."""
+                   peak_dtype: str = "bf16") -> TraceResult:
+    """The trace analysis of the main (or named) program."""
     trace = traced.trace
-    result = analyze_trace(trace, traced.programs, _device(trace, device), module, scope_depth,
-                           peak_dtype)
-    if xprof and trace.kind == "xplane":
-        result.extra.update(_xprof_figures(traced, result))
-    return result
+    return analyze_trace(trace, traced.programs, _device(trace, device), module, scope_depth,
+                         peak_dtype)
+
+
+def add_xprof_figures(result: TraceResult, traced: TracedRun, peak_heap_bytes: int | None) -> None:
+    """xprof's peak heap of the analysed program (`TracedRun.xprof_peak_heap_bytes`) and the live
+    peak beside it, in `result.extra`; nothing when xprof gave none."""
+    if peak_heap_bytes is None:
+        return
+    analysed = _memory(result, traced)
+    result.extra.update({"xprof_peak_heap_bytes": peak_heap_bytes,
+                         "live_peak_bytes": analysed.peak_bytes if analysed else None})
 
 
 def chrome_trace_of(result: TraceResult, traced: TracedRun) -> dict[str, Any]:
@@ -61,13 +68,3 @@ def _memory(result: TraceResult, traced: TracedRun) -> MemoryResult | None:
     except HloscopeError:
         return None
 
-
-def _xprof_figures(traced: TracedRun, result: TraceResult) -> dict[str, Any]:
-    from hloscope.parsers.trace.xprof import xprof_peak_heap
-
-    figures = xprof_peak_heap(Path(traced.trace.source), result.module_name, result.program_id)
-    if figures is None:
-        return {}
-    analysed = _memory(result, traced)
-    return {"xprof_peak_heap_bytes": figures.peak_heap_bytes,
-            "live_peak_bytes": analysed.peak_bytes if analysed else None}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.analyses.oom import diagnose, oom_inputs, resolve_capacity
-from hloscope.analyses.summary.variant import reported_device_total
+from hloscope.loader.build import reported_device_total
 from hloscope.loader.program import load_program
 from hloscope.spec.policies import parse_variant
 from hloscope.spec.presets import preset_config

@@ -16,8 +16,11 @@ from conftest import FIXTURES
 
 from hloscope.analyses.cost.flops import flops
 from hloscope.analyses.cost.remat import remat
+from hloscope.analyses.memory.analysis import memory
 from hloscope.analyses.trace.analysis import analyze_trace
+from hloscope.analyses.trace.run import add_xprof_figures, analyse_traced
 from hloscope.devices import get_device
+from hloscope.loader.trace import load_traced
 from hloscope.parsers.hlo_file import load_file
 from hloscope.parsers.trace import load_trace, trace_programs
 from hloscope.parsers.trace.programs import EMBEDDED
@@ -192,3 +195,22 @@ def test_xprof_peak_heap_is_xlas_allocation(tmp_path: Path) -> None:
     figures = xprof_peak_heap(copy, embedded.name, embedded.program_id)
     assert figures is not None
     assert figures.peak_heap_bytes == pytest.approx(allocated, abs=1 << 10)
+    traced = load_traced(copy)
+    assert traced.xprof_peak_heap_bytes(embedded.name, embedded.program_id) == (
+        figures.peak_heap_bytes)
+
+
+def test_xprof_figures_come_from_the_loader_and_sit_beside_the_live_peak() -> None:
+    """The analysis only places the figure the loader got; a trace JSON gives none."""
+    from_json = load_traced(TRACE_JSON, HLO)
+    assert from_json.trace.kind != "xplane"
+    assert from_json.xprof_peak_heap_bytes("any", None) is None
+    traced = load_traced(FOLDER, HLO)
+    result = analyse_traced(traced, "cpu")
+    before = dict(result.extra)
+    add_xprof_figures(result, traced, None)
+    assert result.extra == before
+    add_xprof_figures(result, traced, 12345)
+    live_peak = memory(traced.programs.programs[0].module).peak_bytes
+    assert result.extra == {**before, "xprof_peak_heap_bytes": 12345,
+                            "live_peak_bytes": live_peak}
