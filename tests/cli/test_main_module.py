@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from conftest import REPO
+
 FIXTURE = REPO / "fixtures" / "cpu" / "remat-none"
 
 

@@ -3,16 +3,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas
 import pytest
+from conftest import REPO
 
 import hloscope
 from hloscope.frames import DataFrames, register_tables, result_tables, tables_factory
 from hloscope.reports.report import Column, Quantity, Table
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass
