@@ -14,6 +14,7 @@ Importing hloscope never imports jax or pandas (jax: `from_jax` only; pandas: `t
     baseline = hloscope.snapshot(module, output="baseline.json")  # the figures CI keeps
     verdict = hloscope.check(module, "baseline.json", max_peak_increase="2%")  # the CI gate
     timings = hloscope.trace("profile_dir/")     # a profiler trace joined to the HLO
+    profiled = hloscope.profile("profile_dir/", model="tiny", policy="full")  # run and trace
     built = hloscope.build("out/", model="tiny", policy="full", target="tpu:v5e:2x2")
     ranked = hloscope.sweep(model="tiny", target="tpu:v5e:2x2", output="sweep_dir/")
 
@@ -27,17 +28,20 @@ import types
 
 from hloscope.analyses.cost import CostOptions
 from hloscope.analyses.cost.flops import FlopsResult
-from hloscope.analyses.cost.remat import RematResult, remat
+from hloscope.analyses.cost.remat import RematResult
 from hloscope.analyses.memory.analysis import MemoryResult
-from hloscope.analyses.summary.inspect import InspectResult, inspect
+from hloscope.analyses.summary.inspect import InspectResult
 from hloscope.api import (
     build,
     check,
     compare,
     flops,
     from_jax,
+    inspect,
     memory,
     oom,
+    profile,
+    remat,
     report,
     snapshot,
     sweep,
@@ -74,6 +78,7 @@ __all__ = [
     "load_program",
     "memory",
     "oom",
+    "profile",
     "remat",
     "report",
     "__version__",

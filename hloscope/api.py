@@ -24,9 +24,11 @@ from hloscope.loader.program import Program, as_program, load_program
 from hloscope.model.module import HloModule
 
 if TYPE_CHECKING:
+    from hloscope.analyses.cost.remat import RematResult
     from hloscope.analyses.gate.check import CheckResult
     from hloscope.analyses.gate.compare import CompareResult
     from hloscope.analyses.oom import OomDiagnosis
+    from hloscope.analyses.summary.inspect import InspectResult
     from hloscope.analyses.summary.overview import OverviewSet
     from hloscope.analyses.summary.variant import BuildSummary
     from hloscope.analyses.trace.analysis import TraceResult
@@ -44,6 +46,22 @@ def as_module(module: ModuleLike) -> HloModule:
     if isinstance(module, Program):
         return module.module
     return module if isinstance(module, HloModule) else load_input(module)
+
+
+def inspect(module: ModuleLike, costs: bool = True) -> InspectResult:
+    """Op counts by opcode and category, the entry's parameters and outputs with their bytes,
+    and (with `costs`) the FLOP and recomputation totals: what `hloscope inspect` shows."""
+    from hloscope.analyses.summary.inspect import inspect as analyse
+
+    return analyse(as_module(module), costs=costs)
+
+
+def remat(module: ModuleLike, scope_depth: int = DEFAULT_SCOPE_DEPTH) -> RematResult:
+    """What jax.checkpoint recomputes and what XLA's remat pass cloned, with their cost by layer
+    and scope and the recompute overhead: what `hloscope remat` shows."""
+    from hloscope.analyses.cost.remat import remat as analyse
+
+    return analyse(as_module(module), scope_depth=scope_depth)
 
 
 def flops(module: ModuleLike, by: str | Sequence[str] | None = None,
@@ -197,6 +215,27 @@ def build(output: str | Path, model: str = "tiny", policy: str = "none", target:
     prepare_folder(folder, force)
     built, cached = build_into(spec, folder, None if cache is None else Path(cache), timeout)
     return BuildSummary(built, variant_figures(load_build(built), variant.name), cached)
+
+
+def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps: int = 2,
+            platform: str = "cpu", force: bool = False, timeout: float = 1800.0,
+            config: TransformerConfig | None = None, **overrides: Any) -> TraceResult:
+    """Runs `steps` train steps of a built-in model variant (`overrides`: config fields such as
+    n_layers=4) on the local `platform` under jax.profiler.trace in a child process, writes the
+    trace and XLA's dump into `output` (an existing non-empty folder only with `force`), and
+    returns what `trace()` returns for it (a whole `config` may replace the preset's)."""
+    from hloscope.analyses.trace.run import analyse_traced
+    from hloscope.loader.trace import load_traced
+    from hloscope.spec.policies import parse_variant
+    from hloscope.spec.presets import preset_config
+    from hloscope.workloads.profile import ProfileSpec, run_profile
+
+    config = config or preset_config(model, **overrides)
+    variant = parse_variant(policy, config)
+    spec = ProfileSpec(model, variant.name, variant.apply(config), steps, platform)
+    run_profile(spec, Path(output), force, timeout)
+    device = "cpu" if platform == "cpu" else None
+    return analyse_traced(load_traced(Path(output)), device)
 
 
 def sweep(model: str = "tiny", policies: str = "all", target: str = "cpu",

@@ -6,14 +6,11 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.trace.run import analyse_traced
+from hloscope.api import profile
 from hloscope.cli.common import emit
 from hloscope.cli.workload_options import format_option, model_options
-from hloscope.loader.trace import load_traced
 from hloscope.reports.trace import trace_report
 from hloscope.spec.config import TransformerConfig
-from hloscope.spec.policies import parse_variant
-from hloscope.workloads.profile import ProfileSpec, run_profile
 
 
 @click.command("profile")
@@ -38,9 +35,5 @@ def command(model: str, config: TransformerConfig, policy: str, steps: int, plat
     local device under jax.profiler.trace, in a child process; write the trace and XLA's dump
     of the program into DIR, and print what `hloscope trace DIR` prints.
     """
-    variant = parse_variant(policy, config)
-    spec = ProfileSpec(model, variant.name, variant.apply(config), steps, platform)
-    run_profile(spec, folder, force, timeout)
-    traced = load_traced(folder)
-    device = "cpu" if platform == "cpu" else None
-    emit(trace_report(analyse_traced(traced, device)), fmt, None, False)
+    result = profile(folder, model, policy, steps, platform, force, timeout, config=config)
+    emit(trace_report(result), fmt, None, False)

@@ -144,3 +144,14 @@ def test_build_and_sweep_write_what_the_cli_writes(tmp_path: Path) -> None:
     with pytest.raises(hloscope.HloscopeError, match="--force"):
         hloscope.sweep(model="tiny", policies="none", target="cpu", output=tmp_path / "sweep",
                        cache=cache, n_layers=2)
+
+
+def test_inspect_and_remat_take_a_path_like_the_other_functions(tmp_path: Path) -> None:
+    """`hloscope.inspect`/`remat` on a path give what the CLI prints; the dot's FLOPs by hand."""
+    path = dot(tmp_path, 16)
+    summary = hloscope.inspect(str(path))
+    assert summary.to_dict() == hloscope.inspect(hloscope.load(path)).to_dict()
+    printed = json.loads(CliRunner().invoke(cli, ["inspect", str(path), "--format", "json"]).output)
+    assert printed["total_flops"] == summary.to_dict()["total_flops"] == 2 * 8 * 8 * 16
+    recomputed = hloscope.remat(hloscope.load_program(path))
+    assert recomputed.to_dict()["remat_instructions"] == 0
