@@ -47,6 +47,16 @@ from hloscope.spec.config import (
     TransformerConfig,
 )
 
+POLICY_HELP = (
+    "none, full, nothing_saveable, dots_saveable, dots_with_no_batch_dims_saveable, save_named, "
+    "offload_named (jax's policies on every block); offload_carries (full remat, the layer "
+    "scan's carries in pinned host memory), offload_scan (Levanter's offload: carries and the "
+    "scan's parameter inputs); recompute:1 / recompute:2 (llm.c -r 1: recompute the MLP "
+    "activation; -r 2: it and the norms); nested:B (checkpointing scan, B layers per block); "
+    "partial:N (full remat of the first N layers); ac:N (llm.c -ac N: keep N layers' "
+    "activations, recompute the rest = partial:L-N); each optionally +unrolled or +scan.")
+"""The variant grammar in one line, for the commands' --policy / --policies help."""
+
 LAYOUTS = {"unrolled": False, "scan": True}
 FAMILIES = (*REMAT_POLICIES, *CARRY_OFFLOAD_POLICIES, "recompute", "nested", "partial", "ac")
 SCANNED_ONLY = ("nested", "offload_scan")
