@@ -2,10 +2,11 @@
 
 Independent truths: XLA's cost_analysis() (loop-free programs: FLOPs equal; a scanned program's
 FLOPs with trip counts applied equal its unrolled twin's), the closed form of what an offloading
-program moves to the host and back, libtpu's compile verdict (fit), XLA's GPU rematerialization pass (which
-says when it cannot bring a program under its limit), and the fingerprints of programs JAX
-documents as identical (plain jax.checkpoint and nothing_saveable). The default suite runs CPU
-compiles plus one TPU and one GPU compile here (`compile` marker); the rest are `slow`.
+program moves to the host and back, libtpu's compile verdict (fit), XLA's GPU rematerialization
+pass (which says when it cannot bring a program under its limit), and the fingerprints of
+programs JAX documents as identical (plain jax.checkpoint and nothing_saveable). The default
+suite runs CPU compiles plus one TPU and one GPU compile here (`compile` marker); the rest are
+`slow`.
 """
 from __future__ import annotations
 

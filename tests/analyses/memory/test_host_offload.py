@@ -23,8 +23,9 @@ STATE = f"(s32[], {ROW}, {HOST})"
 SYNC_BODY = f"""\
   %stored = {HOST} dynamic-update-slice(%buffer, %row, %i, %zero)
   %back = {ROW} dynamic-slice(%stored, %i, %zero), dynamic_slice_sizes={{1,128}}"""
+PUT = f"(({HOST}, {ROW}, s32[], s32[]), {HOST}, u32[])"
 ASYNC_BODY = f"""\
-  %put = (({HOST}, {ROW}, s32[], s32[]), {HOST}, u32[]) async-start(%buffer, %row, %i, %zero), calls=%put_row
+  %put = {PUT} async-start(%buffer, %row, %i, %zero), calls=%put_row
   %stored = {HOST} async-done(%put)
   %get = (({HOST}, s32[], s32[]), {ROW}, u32[]) async-start(%stored, %i, %zero), calls=%get_row
   %back = {ROW} async-done(%get)"""
