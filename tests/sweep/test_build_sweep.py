@@ -187,7 +187,7 @@ def test_gpu_sweep_of_every_policy_family(tmp_path: Path) -> None:
     code, document = sweep(tmp_path, "gpu", "--target", "gpu:h100:1x1x8", "--policies", "all",
                            *ACCELERATOR_SHAPES, "--jobs", "1")
     rows = {row["variant"]: row for row in document["variants"]}
-    assert code == 0 and len(rows) == 10
+    assert code == 0 and len(rows) == 14
     for name, row in rows.items():
         assert row["status"] == "ok" and row["fits"] is True, (name, row["error"])
         assert row["fit_source"] == "memory vs JAX's GPU budget" and row["xla_flops"] is None

@@ -10,9 +10,10 @@ transfer counts the bytes it moves, not the size of the buffers it touches:
   host; the reverse moves the slice to the host;
 - `copy-start` returns (destination, source, context) and `copy` its destination: between
   spaces, the copied shape moves;
-- a fusion whose root is one of these counts as that op on its fused operands; any other
-  instruction whose result lives in S(5) moved its non-host array operands there, and one whose
-  result is in device memory read its host operands back in full.
+- a fusion moves what the instructions it fuses move (their fused parameters carry the memory
+  spaces of its operands); any other instruction whose result lives in S(5) moved its non-host
+  array operands there, and one whose result is in device memory read its host operands back
+  in full.
 
 Asynchronous forms, as TPU dumps print them (`%dynamic-slice-start = ((host buffer, indices...),
 slice, context) async-start(...), calls=%async_computation` and its `async-done`), move nothing
@@ -108,15 +109,14 @@ def _transfer(analysis: CostAnalysis, computation: str,
     if instruction.opcode == "copy-start" and shape.is_tuple and len(shape.tuple_shapes) >= 2:
         destination, source = shape.tuple_shapes[0], shape.tuple_shapes[1]
         return _between(source, destination, source.byte_size)
+    fused = instruction.called_computation("calls") if instruction.opcode == "fusion" else None
+    if fused in analysis.module.computations:
+        return _fused_transfer(analysis, fused)
     operands = analysis.graph(computation).operand_shapes(instruction)
     if not _on_host(shape) and not any(_on_host(s) for s in operands):
         return 0, 0
     if instruction.opcode in SLICING:
         return _sliced(instruction.opcode, shape, operands)
-    fused = _fused_root(analysis, instruction)
-    if fused is not None:
-        root, root_operands = fused
-        return _sliced(root.opcode, root.shape, root_operands)
     if _on_host(shape):
         return sum(s.byte_size for s in operands if not _on_host(s) and s.rank), 0
     return 0, sum(s.byte_size for s in operands if _on_host(s))
@@ -129,18 +129,14 @@ def _sliced(opcode: str, result: Shape, operands: list[Shape]) -> tuple[int, int
     return _between(operands[0], result, result.byte_size)
 
 
-def _fused_root(analysis: CostAnalysis,
-                instruction: Instruction) -> tuple[Instruction, list[Shape]] | None:
-    """The root of a fusion that slices into or out of a buffer, with its operands' shapes."""
-    if instruction.opcode != "fusion":
-        return None
-    name = instruction.called_computation("calls")
-    if name is None or name not in analysis.module.computations:
-        return None
-    root = analysis.module.computations[name].root
-    if root.opcode not in SLICING:
-        return None
-    return root, analysis.graph(name).operand_shapes(root)
+def _fused_transfer(analysis: CostAnalysis, fused: str) -> tuple[int, int]:
+    """What a fusion moves: the transfers of the instructions it fuses (a TPU fusion whose root
+    updates a host buffer; a GPU one that slices a host buffer and copies the slice out)."""
+    to_host = from_host = 0
+    for inner in analysis.module.computations[fused].instructions:
+        out, back = _transfer(analysis, fused, inner)
+        to_host, from_host = to_host + out, from_host + back
+    return to_host, from_host
 
 
 def _between(source: Shape, destination: Shape, size: int) -> tuple[int, int]:

@@ -136,3 +136,25 @@ ENTRY %main (x: f32[1,128], i: s32[]) -> f32[4,128] {{
 """
     transfers = host_transfers(hloscope.load(text))
     assert (transfers.to_host_bytes, transfers.from_host_bytes) == (ROW_BYTES, 0)
+
+
+def test_a_fused_slice_copied_out_moves_the_slice() -> None:
+    # the form XLA:GPU prints: a custom fusion slicing the host buffer, its root a device copy
+    text = f"""HloModule fused_slice, is_scheduled=true
+
+%wrapped_slice (b: f32[4,128], i: s32[]) -> f32[1,128] {{
+  %b = {HOST} parameter(0)
+  %i = s32[] parameter(1)
+  %z = s32[] constant(0)
+  %row = {ROW} dynamic-slice(%b, %i, %z), dynamic_slice_sizes={{1,128}}
+  ROOT %out = {ROW} copy(%row)
+}}
+
+ENTRY %main (i: s32[]) -> f32[1,128] {{
+  %i = s32[] parameter(0)
+  %host = {HOST} custom-call(), custom_call_target="AllocateBuffer"
+  ROOT %get = {ROW} fusion(%host, %i), kind=kCustom, calls=%wrapped_slice
+}}
+"""
+    transfers = host_transfers(hloscope.load(text))
+    assert (transfers.to_host_bytes, transfers.from_host_bytes) == (0, ROW_BYTES)
