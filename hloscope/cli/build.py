@@ -16,14 +16,13 @@ from hloscope.cli.workload_options import (
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.reports.sweep import build_report
 from hloscope.spec.config import TransformerConfig
+from hloscope.spec.policies import POLICY_HELP
 
 
 @click.command("build")
 @model_options
 @click.option("--policy", default="none", show_default=True, metavar="POLICY",
-              help="Remat variant: none, full, nothing_saveable, dots_saveable, "
-                   "dots_with_no_batch_dims_saveable, save_named, offload_named, nested:B, "
-                   "partial:N, optionally +unrolled or +scan.")
+              help=f"Remat variant: {POLICY_HELP}")
 @target_option
 @click.option("-o", "--output", "folder", required=True, metavar="DIR",
               type=click.Path(file_okay=False, path_type=Path),

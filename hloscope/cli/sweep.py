@@ -19,6 +19,7 @@ from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.formats.sweep import SWEEP_FILE
 from hloscope.reports.sweep import sweep_report
 from hloscope.spec.config import TransformerConfig
+from hloscope.spec.policies import POLICY_HELP
 from hloscope.sweep.core import run_sweep_folder
 from hloscope.sweep.executors import LOCAL_SLOTS, ExecutorSpec
 from hloscope.sweep.grid import Grid
@@ -28,7 +29,8 @@ from hloscope.sweep.scheduler import DEFAULT_RETRIES
 @click.command("sweep")
 @grid_model_options
 @click.option("--policies", default="all", show_default=True, metavar="LIST",
-              help="Comma-separated remat variants (see `hloscope build --help`), or all.")
+              help=f"Comma-separated remat variants, or all (every family once): "
+                   f"{POLICY_HELP}")
 @target_option
 @click.option("--search", type=click.Choice(["batch"]), default=None,
               help="Find each variant's largest global batch that fits (by bisection).")

@@ -34,6 +34,26 @@ SAVED_NAMES)."""
 SAVED_NAMES = ("qkv", "attn_out", "mlp_hidden")
 """The `checkpoint_name`s the block gives its activations (Q/K/V projections, attention output
 before the output projection, the MLP's hidden activation)."""
+
+# --- remat families that rely on the built-in block's own names (issue 16, deliverable 4) ---
+LAYER_INPUT = "layer_input"
+"""The name the built-in layers give a block's input (the layer scan's carry) under the carry
+offload policies: what `offload_carries` moves to pinned host memory."""
+LAYER_PARAMS = "layer_params"
+"""The name of a block's parameters (the layer scan's per-layer input) under `offload_scan`."""
+NORM_NAMES = ("norm1", "norm2")
+"""The `checkpoint_name`s of the block's two norm outputs (before attention, before the MLP)."""
+CARRY_OFFLOAD_POLICIES = ("offload_carries", "offload_scan")
+"""Full remat of each block with its input offloaded to pinned host memory; `offload_scan`
+(Levanter's `offload`) offloads the scan's per-layer inputs (the block's parameters) too."""
+RECOMPUTE_LEVELS = {1: ("mlp_hidden",), 2: ("mlp_hidden", *NORM_NAMES)}
+"""llm.c's `-r` levels: the named activations each recomputes in the backward pass (1: the MLP
+activation; 2: it and both norm outputs)."""
+RECOMPUTE_POLICIES = tuple(f"recompute:{level}" for level in RECOMPUTE_LEVELS)
+BLOCK_REMAT_POLICIES = (*CARRY_OFFLOAD_POLICIES, *RECOMPUTE_POLICIES)
+"""Policies defined on the built-in block's names (not usable on an arbitrary function)."""
+# --- end of the block-name remat families ---
+
 DTYPES = ("float32", "bfloat16", "float16")
 NORMS = ("layernorm", "rmsnorm")
 ACTIVATIONS = ("gelu", "swiglu")
@@ -81,7 +101,7 @@ class TransformerConfig:
     fsdp: bool = False  # shard parameters and optimizer state over the "data" axis
 
     def __post_init__(self) -> None:
-        _check_choice("remat", self.remat, REMAT_POLICIES)
+        _check_choice("remat", self.remat, (*REMAT_POLICIES, *BLOCK_REMAT_POLICIES))
         for dtype in (self.param_dtype, self.compute_dtype):
             _check_choice("dtype", dtype, DTYPES)
         _check_choice("norm", self.norm, NORMS)
@@ -116,6 +136,8 @@ class TransformerConfig:
             raise UsageError("remat_block and remat_layers need a remat policy other than none")
         if self.remat_block and self.remat_layers is not None:
             raise UsageError("nested scan remat and partial remat cannot be combined")
+        if self.remat == "offload_scan" and not self.scan_layers:
+            raise UsageError("offload_scan offloads the layer scan's inputs: it needs scan_layers")
 
     @property
     def kv_heads(self) -> int:

@@ -118,6 +118,7 @@ def mlp(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
 
 
 def block(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
-    """A pre-norm residual block: x + attention(norm(x)), then + mlp(norm(.))."""
-    x = x + attention(norm(x, p["ln1"], config), p["attn"], config)
-    return x + mlp(norm(x, p["ln2"], config), p["mlp"], config)
+    """A pre-norm residual block: x + attention(norm(x)), then + mlp(norm(.)). The norm outputs
+    are named `norm1` and `norm2` (config.NORM_NAMES) for llm.c's recompute levels."""
+    x = x + attention(checkpoint_name(norm(x, p["ln1"], config), "norm1"), p["attn"], config)
+    return x + mlp(checkpoint_name(norm(x, p["ln2"], config), "norm2"), p["mlp"], config)

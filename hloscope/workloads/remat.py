@@ -11,6 +11,25 @@
 
 `full` is `jax.checkpoint` with its default policy (prevent_cse left True); the named policies
 are `jax.checkpoint_policies`; `offload_named` moves the named activations to pinned host memory.
+
+Policies on the block's own names (config.BLOCK_REMAT_POLICIES):
+- `offload_carries`: inside the checkpointed block, its input is named `layer_input` and the
+  policy is `save_and_offload_only_these_names(names_which_can_be_saved=[],
+  names_which_can_be_offloaded=["layer_input"], offload_src="device", offload_dst="pinned_host")`:
+  nothing is saved on the device and the per-layer residual stream, which the layer scan stacks
+  for the backward pass, lives in pinned host memory (MaxText's `decoder_layer_input` offload).
+  Every use in the block reads the named input, so the primal one is not kept beside it.
+- `offload_scan`: Levanter's `offload` (haliax `ScanCheckpointPolicy(save_carries="offload",
+  save_inputs="offload")`): the block's parameter slices, the scan's per-layer inputs, are named
+  `layer_params` and offloaded as well.
+- `recompute:R` (llm.c's `-r R`): `save_from_both_policies(dots_with_no_batch_dims_saveable,
+  save_only_these_names(kept))`, kept = the block's names minus config.RECOMPUTE_LEVELS[R]. A
+  "save anything except these names" policy cannot express this: the value a name wraps is itself
+  saveable, so jax saves it under the other name (`save_anything_except_these_names` saves the
+  GELU output it was told not to). Saving only projections and names makes every elementwise
+  chain, the excluded activations among them, recomputable from saved matmul outputs.
+Names are identities outside `jax.checkpoint`; the input and parameter names are added only
+under the carry offload policies, so the other variants' programs do not change.
 This module imports jax: import it only in child processes and tests.
 """
 from __future__ import annotations
@@ -20,8 +39,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+from jax.ad_checkpoint import checkpoint_name
 
-from hloscope.spec.config import SAVED_NAMES, TransformerConfig
+from hloscope.spec.config import (
+    CARRY_OFFLOAD_POLICIES,
+    LAYER_INPUT,
+    LAYER_PARAMS,
+    NORM_NAMES,
+    RECOMPUTE_LEVELS,
+    SAVED_NAMES,
+    TransformerConfig,
+)
 
 Tree = Any
 BlockFn = Callable[[jax.Array, Tree], jax.Array]
@@ -53,15 +81,49 @@ def checkpoint_policy(name: str) -> Callable[..., Any] | None:
     if name == "save_named":
         return policies.save_only_these_names(*SAVED_NAMES)
     if name == "offload_named":
-        return policies.save_and_offload_only_these_names(
-            names_which_can_be_saved=[], names_which_can_be_offloaded=list(SAVED_NAMES),
-            offload_src="device", offload_dst="pinned_host")
+        return _offload(list(SAVED_NAMES))
+    if name == "offload_carries":
+        return _offload([LAYER_INPUT])
+    if name == "offload_scan":
+        return _offload([LAYER_INPUT, LAYER_PARAMS])
+    if name.startswith("recompute:"):
+        recomputed = RECOMPUTE_LEVELS[int(name.partition(":")[2])]
+        kept = [n for n in (*NORM_NAMES, *SAVED_NAMES) if n not in recomputed]
+        return policies.save_from_both_policies(policies.dots_with_no_batch_dims_saveable,
+                                                policies.save_only_these_names(*kept))
     return getattr(policies, name)
+
+
+def _offload(names: list[str]) -> Callable[..., Any]:
+    return jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=[], names_which_can_be_offloaded=names,
+        offload_src="device", offload_dst="pinned_host")
 
 
 def checkpointed(fn: BlockFn, config: TransformerConfig) -> BlockFn:
     policy = checkpoint_policy(config.remat)
+    fn = _named_inputs(fn, config.remat)
     return jax.checkpoint(fn) if policy is None else jax.checkpoint(fn, policy=policy)
+
+
+def _named_inputs(fn: BlockFn, remat: str) -> BlockFn:
+    """`fn` reading its input (and, for offload_scan, its parameters) through checkpoint names."""
+    if remat not in CARRY_OFFLOAD_POLICIES:
+        return fn
+
+    def named(x: jax.Array, params: Tree) -> jax.Array:
+        if remat == "offload_scan":
+            params = jax.tree.map(_named_parameter, params)
+        return fn(checkpoint_name(x, LAYER_INPUT), params)
+
+    return named
+
+
+def _named_parameter(array: jax.Array) -> jax.Array:
+    """A matrix named for offload; vectors (norm scales, biases) stay on the device: libtpu
+    0.0.42.1 aborts offloading a vector slice of an [L, h] host buffer (async_slice_util.cc:605
+    "Sublane slicing size not multiple of update chunk sublane size")."""
+    return checkpoint_name(array, LAYER_PARAMS) if array.ndim >= 2 else array
 
 
 def run_unrolled(x: jax.Array, layers: list[Tree], config: TransformerConfig,

@@ -1,20 +1,34 @@
 """Bytes a program moves between device memory and pinned host memory (`S(5)`), per step.
 
 Host offload (e.g. `save_and_offload_only_these_names(offload_dst="pinned_host")`) shows up in
-optimized HLO as data movement whose source and destination sit in different memory spaces:
+optimized HLO as data movement whose source and destination sit in different memory spaces. Each
+transfer counts the bytes it moves, not the size of the buffers it touches:
 
-- `copy-start` returns (destination, source, context): destination in S(5) and source not is a
-  transfer to the host of the source's bytes; the reverse is a transfer back of the
-  destination's bytes;
-- any other working instruction whose result lives in S(5) moved its non-host operands there
-  (a dynamic-update-slice into a host buffer moves its update), and one whose result is in
-  device memory while an operand is in S(5) read that much back (a dynamic-slice from a host
-  buffer).
+- `dynamic-update-slice` into a host buffer from a device update moves the update (operand 1) to
+  the host; one into a device buffer from a host update moves the update back;
+- `dynamic-slice` of a host buffer into device memory moves the slice (its result) back from the
+  host; the reverse moves the slice to the host;
+- `copy-start` returns (destination, source, context) and `copy` its destination: between
+  spaces, the copied shape moves;
+- a fusion moves what the instructions it fuses move (their fused parameters carry the memory
+  spaces of its operands); any other instruction whose result lives in S(5) moved its non-host
+  array operands there, and one whose result is in device memory read its host operands back
+  in full.
 
+Asynchronous forms, as TPU dumps print them (`%dynamic-slice-start = ((host buffer, indices...),
+slice, context) async-start(...), calls=%async_computation` and its `async-done`), move nothing
+themselves: the wrapped computation's op, which runs once per start, is counted. Counting the
+start's tuple instead charged the whole stacked [L, ...] host buffer to every iteration.
 Instructions that only pass buffers along (tuples, get-tuple-element, bitcasts, copy-done,
-loops and calls themselves) move nothing. Loop bodies count once per iteration (trip counts from
-hloscope.analyses.cost; an unknown trip count counts once and is reported). Sizes are unpadded
-(`Shape.byte_size`). Space 5 is the host on every backend (xla/layout.h kHostMemorySpace).
+loops, calls and async wrappers themselves) move nothing. Loop bodies count once per iteration
+(trip counts from hloscope.analyses.cost; an unknown trip count counts once and is reported).
+Sizes are unpadded (`Shape.byte_size`). Space 5 is the host on every backend (xla/layout.h
+kHostMemorySpace).
+
+XLA's `memory_analysis().host_temp_size_in_bytes` is the size of the host allocations (the
+stacked buffers), not traffic: a scan that offloads one [b, s, h] carry per layer allocates L of
+them once and moves each once each way, so the allocation equals the traffic only by
+coincidence of this pattern; comparing the two proves nothing about the count.
 """
 from __future__ import annotations
 
@@ -28,8 +42,9 @@ from hloscope.model.shape import Shape
 
 HOST_SPACE = 5
 PASS_THROUGH = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast",
-                          "copy-done", "while", "call", "conditional", "async-done",
-                          "async-update", "opt-barrier", "after-all"})
+                          "copy-done", "while", "call", "conditional", "async-start",
+                          "async-done", "async-update", "opt-barrier", "after-all"})
+SLICING = frozenset({"dynamic-update-slice", "dynamic-slice", "copy"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,25 +103,47 @@ def _callees(analysis: CostAnalysis, name: str, instruction: Instruction,
 def _transfer(analysis: CostAnalysis, computation: str,
               instruction: Instruction) -> tuple[int, int]:
     """(bytes to the host, bytes back from it) one execution of `instruction` moves."""
-    if instruction.opcode in PASS_THROUGH or "S(5)" not in instruction.text:
+    if instruction.opcode in PASS_THROUGH:
         return 0, 0
     shape = instruction.shape
     if instruction.opcode == "copy-start" and shape.is_tuple and len(shape.tuple_shapes) >= 2:
         destination, source = shape.tuple_shapes[0], shape.tuple_shapes[1]
-        return _between(source, destination)
+        return _between(source, destination, source.byte_size)
+    fused = instruction.called_computation("calls") if instruction.opcode == "fusion" else None
+    if fused in analysis.module.computations:
+        return _fused_transfer(analysis, fused)
     operands = analysis.graph(computation).operand_shapes(instruction)
+    if not _on_host(shape) and not any(_on_host(s) for s in operands):
+        return 0, 0
+    if instruction.opcode in SLICING:
+        return _sliced(instruction.opcode, shape, operands)
     if _on_host(shape):
-        return sum(s.byte_size for s in operands if not _on_host(s)), 0
-    if any(_on_host(s) for s in operands):
-        return 0, shape.byte_size
-    return 0, 0
+        return sum(s.byte_size for s in operands if not _on_host(s) and s.rank), 0
+    return 0, sum(s.byte_size for s in operands if _on_host(s))
 
 
-def _between(source: Shape, destination: Shape) -> tuple[int, int]:
+def _sliced(opcode: str, result: Shape, operands: list[Shape]) -> tuple[int, int]:
+    """A dynamic-update-slice moves its update, a dynamic-slice its slice, a copy its shape."""
+    if opcode == "dynamic-update-slice":
+        return _between(operands[1], result, operands[1].byte_size)
+    return _between(operands[0], result, result.byte_size)
+
+
+def _fused_transfer(analysis: CostAnalysis, fused: str) -> tuple[int, int]:
+    """What a fusion moves: the transfers of the instructions it fuses (a TPU fusion whose root
+    updates a host buffer; a GPU one that slices a host buffer and copies the slice out)."""
+    to_host = from_host = 0
+    for inner in analysis.module.computations[fused].instructions:
+        out, back = _transfer(analysis, fused, inner)
+        to_host, from_host = to_host + out, from_host + back
+    return to_host, from_host
+
+
+def _between(source: Shape, destination: Shape, size: int) -> tuple[int, int]:
     if _on_host(destination) and not _on_host(source):
-        return source.byte_size, 0
+        return size, 0
     if _on_host(source) and not _on_host(destination):
-        return 0, destination.byte_size
+        return 0, size
     return 0, 0
 
 
