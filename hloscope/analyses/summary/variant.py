@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from hloscope.analyses.cost.collectives import CollectivesResult
 from hloscope.analyses.roofline import StepEstimate, estimate_step
 from hloscope.devices import memory_budget
 from hloscope.errors import HloscopeError
@@ -50,6 +51,10 @@ class HloFigures:
     unknown_loops: int
     parameter_bytes: int
     live_peak_bytes: int | None  # hloscope.analyses.memory.analysis: logical buffers live at once
+    # hloscope.analyses.cost.collectives: collective payload over DCN (crossing TPU slices) and
+    # over ICI (inside one); None when the build recorded no device assignment.
+    dcn_collective_bytes: int | None = None
+    ici_collective_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,7 @@ def hlo_figures(build: BuildFolder) -> HloFigures | None:
     from hloscope.loader.hlo_input import load_input
 
     module = load_input(build.hlo_path)
+    links = collective_links(module, build)
     costs = flops(module)
     recomputed = remat(module)
     transfers = host_transfers(module)
@@ -137,7 +143,20 @@ def hlo_figures(build: BuildFolder) -> HloFigures | None:
         to_host_bytes=transfers.to_host_bytes, from_host_bytes=transfers.from_host_bytes,
         unknown_loops=len(costs.unknown_loops),
         parameter_bytes=device_parameter_bytes(module),
-        live_peak_bytes=live_peak_bytes(module)[0])
+        live_peak_bytes=live_peak_bytes(module)[0],
+        dcn_collective_bytes=None if links is None else links.dcn_bytes,
+        ici_collective_bytes=None if links is None else links.ici_bytes)
+
+
+def collective_links(module: HloModule, build: BuildFolder) -> CollectivesResult | None:
+    """The build's collectives by link, from the device assignment its compile recorded (a
+    single-slice target without one: every device in slice 0); None when it is not known."""
+    from hloscope.analyses.cost.collectives import collectives
+
+    slices = build.result.slice_of_logical_device
+    if slices is None and parse_target(build.target).num_slices == 1:
+        slices = [0] * parse_target(build.target).num_devices
+    return None if slices is None else collectives(module, slices)
 
 
 def device_parameter_bytes(module: HloModule) -> int:
