@@ -52,6 +52,9 @@ class AdamWConfig:
     weight_decay: float = 0.1
 
 
+_OPTIONAL_WHEN_UNSET = ("dcn_data_parallel", "ici_fsdp_parallel")
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     """Shapes, dtypes and program options of one train step (batch is the global batch)."""
@@ -151,7 +154,13 @@ class TransformerConfig:
         return self.batch * self.seq_len
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The config as JSON; mesh options left unstated are left out, so a single-slice
+        config reads (and hashes) as it did before they existed."""
+        data = asdict(self)
+        for name in _OPTIONAL_WHEN_UNSET:
+            if data[name] is None:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TransformerConfig:

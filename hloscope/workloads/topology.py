@@ -30,6 +30,8 @@ def make_topology(target: Target) -> list[Any]:
             if device.chip_config_name else {}
         if target.num_slices > 1:
             options["num_slices"] = target.num_slices
+        if target.chips_per_slice == 1:  # measured: v5e:1x1 / v6e:1x1 need one-chip hosts
+            options["chips_per_host_bounds"] = [1, 1, 1]
         topology_name = f"{device.name}:{target.topology}"
         devices = list(topologies.get_topology_desc(topology_name, "tpu", **options).devices)
         return sorted(devices, key=slice_order) if target.num_slices > 1 else devices
