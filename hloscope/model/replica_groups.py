@@ -8,6 +8,12 @@ Two spellings of `replica_groups=` (XLA's CollectiveDeviceList::ToString):
   permutation (`T(...)`, identity when absent), flattened, and cut into G rows of S. For example
   `[2,4]<=[4,2]T(1,0)` is {{0,2,4,6},{1,3,5,7}}.
 
+- mesh axes (MeshAxesReplicaGroupList, seen in libtpu 0.0.42.1's TPU output):
+  `mesh['axis_0'=4,'axis_1'=1,'axis_2'=1] {'axis_0','axis_1'}`: the ids are iota over the mesh
+  (row-major, the first axis major) and each group holds the ids that differ only along the
+  listed axes (in the listed order); a sub-axis `'x':(m)k` is the middle factor of x's size
+  split as (m, k, rest), as Shardy defines sub-axes.
+
 `source_target_pairs={{0,1},{1,2}}` (collective-permute) is a list of pairs.
 
 The ids are replica ids, partition ids or flattened ids depending on the op's mode
@@ -23,6 +29,9 @@ from hloscope.model.shape_text import TextSyntaxError
 
 Groups = tuple[tuple[int, ...], ...]
 _IOTA = re.compile(r"^\[([\d,\s]+)\]\s*<=\s*\[([\d,\s]+)\]\s*(?:T\(([\d,\s]+)\))?$")
+_MESH = re.compile(r"^mesh\[([^\]]*)\]\s*\{([^}]*)\}$")
+_MESH_AXIS = re.compile(r"^'?([\w.\-]+)'?\s*=\s*(\d+)$")
+_GROUP_AXIS = re.compile(r"^'?([\w.\-]+)'?(?::\((\d+)\)(\d+))?$")
 
 
 def parse_replica_groups(text: str) -> Groups:
@@ -30,7 +39,62 @@ def parse_replica_groups(text: str) -> Groups:
     body = text.strip()
     if body.startswith("["):
         return _iota_groups(body)
+    if body.startswith("mesh["):
+        return _mesh_groups(body)
     return parse_nested_ints(body)
+
+
+def _mesh_groups(text: str) -> Groups:
+    match = _MESH.match(text)
+    if match is None:
+        raise TextSyntaxError(f"not a mesh-axes replica group list: '{text}'", 0)
+    sizes: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in match.group(1).split(","))):
+        axis = _MESH_AXIS.match(item)
+        if axis is None:
+            raise TextSyntaxError(f"bad mesh axis '{item}' in '{text}'", 0)
+        sizes[axis.group(1)] = int(axis.group(2))
+    dims, names = _split_sub_axes(sizes, match.group(2), text)
+    grouped = [names.index(name) for name in _listed(match.group(2))]
+    others = [i for i in range(len(dims)) if i not in grouped]
+    flat = iota_transposed(tuple(dims), tuple(others + grouped))
+    size = math.prod(dims[i] for i in grouped)
+    return tuple(tuple(flat[i : i + size]) for i in range(0, len(flat), size))
+
+
+def _listed(axes: str) -> list[str]:
+    """The grouped axes, a sub-axis named `x:(m)k`."""
+    names = []
+    for item in filter(None, (part.strip() for part in axes.split(","))):
+        match = _GROUP_AXIS.match(item)
+        if match is None:
+            raise TextSyntaxError(f"bad axis '{item}'", 0)
+        name, pre, size = match.groups()
+        names.append(name if pre is None else f"{name}:({pre}){size}")
+    return names
+
+
+def _split_sub_axes(sizes: dict[str, int], axes: str,
+                    text: str) -> tuple[list[int], list[str]]:
+    """The mesh's dimensions, with each axis a listed sub-axis refers to split (pre, size,
+    rest) and the middle factor named after the sub-axis."""
+    subs = {name.split(":", 1)[0]: name for name in _listed(axes) if ":" in name}
+    dims: list[int] = []
+    names: list[str] = []
+    for name, size in sizes.items():
+        if name not in subs:
+            dims.append(size)
+            names.append(name)
+            continue
+        pre, sub = (int(v) for v in re.findall(r"\d+", subs[name].split(":", 1)[1]))
+        if size % (pre * sub):
+            raise TextSyntaxError(f"sub-axis {subs[name]} does not divide {size} in '{text}'", 0)
+        dims += [pre, sub, size // (pre * sub)]
+        names += [f"{name}#pre", subs[name], f"{name}#rest"]
+    missing = [n for n in _listed(axes) if n not in names]
+    if missing:
+        raise TextSyntaxError(f"axis {missing[0]} is not in the mesh of '{text}'", 0)
+    return dims, names
 
 
 def _iota_groups(text: str) -> Groups:

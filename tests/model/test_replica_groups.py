@@ -64,3 +64,16 @@ def test_every_permutation_of_a_small_cube_matches_xla() -> None:
         if xla is None:
             pytest.skip("jaxlib's HloSharding.iota_tile is not available")
         assert iota_transposed((2, 3, 4), permutation) == xla
+
+
+def test_mesh_axes_groups_by_hand() -> None:
+    """The mesh-axes form libtpu prints (seen on a v5e:2x2 offload build)."""
+    assert parse_replica_groups("mesh['axis_0'=4,'axis_1'=1,'axis_2'=1] {'axis_0','axis_1'}") \
+        == ((0, 1, 2, 3),)
+    # ids 0..7 on a 2x4 mesh: row r holds 4r..4r+3
+    assert parse_replica_groups("mesh['a'=2,'b'=4] {'a'}") == ((0, 4), (1, 5), (2, 6), (3, 7))
+    assert parse_replica_groups("mesh['a'=2,'b'=4] {'b'}") == ((0, 1, 2, 3), (4, 5, 6, 7))
+    # a sub-axis: 'a' of 8 split (2, 2, 2), the middle factor grouped
+    assert parse_replica_groups("mesh['a'=8] {'a':(2)2}") == ((0, 2), (1, 3), (4, 6), (5, 7))
+    with pytest.raises(TextSyntaxError):
+        parse_replica_groups("mesh['a'=2] {'c'}")

@@ -44,6 +44,7 @@ from hloscope.analyses.cost.attribution import charges
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
 from hloscope.model.replica_groups import parse_nested_ints, parse_replica_groups
+from hloscope.model.shape_text import TextSyntaxError
 
 COLLECTIVE_OPCODES = frozenset({
     "all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter",
@@ -176,7 +177,11 @@ def _transfer_row(instruction: Instruction, name: str, sides: dict[str, int],
 def _row(key: tuple[str, str], instruction: Instruction, payload: int, module: HloModule,
          slice_of: Sequence[int] | None) -> CollectiveRow:
     mode = group_mode(instruction)
-    groups = participant_groups(instruction, module.replica_count, module.num_partitions)
+    try:
+        groups = participant_groups(instruction, module.replica_count, module.num_partitions)
+    except TextSyntaxError:  # a group syntax XLA added after this was written: link unknown
+        return CollectiveRow(key[0], key[1], instruction.opcode, instruction.op_name, payload,
+                             mode, 0, 0, None)
     spanned = None
     if slice_of is not None and all(i < len(slice_of) for g in groups for i in g):
         spanned = max((len({slice_of[i] for i in group}) for group in groups), default=1)

@@ -143,3 +143,11 @@ ENTRY e {{
     # groups {0,4},{1,5},{2,6},{3,7}: one device of each slice: the data-parallel reduction
     assert row.link == "dcn" and row.group_size == 2 and row.groups == 4
     assert result.dcn_bytes == 5 * 256 * 4
+
+
+def test_a_group_syntax_it_cannot_read_leaves_the_link_unknown() -> None:
+    text = module("  ROOT r = f32[256]{0} all-reduce(p), channel_id=1, "
+                  "replica_groups=mesh['a'=8] {'zz'}, use_global_device_ids=true, "
+                  "to_apply=add\n")
+    result, row = only(text, CONTIGUOUS)
+    assert row.link == "unknown" and result.unknown_bytes == 1024
