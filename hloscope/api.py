@@ -194,23 +194,28 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
 def build(output: str | Path, model: str = "tiny", policy: str = "none", target: str = "cpu",
           config: TransformerConfig | None = None, force: bool = False,
           cache: str | Path | None = None, timeout: float = 3600.0,
-          **overrides: Any) -> BuildSummary:
+          num_slices: int | None = None, allow_any_topology: bool = False,
+          xla_flags: Sequence[str] = (), **overrides: Any) -> BuildSummary:
     """Compiles one remat variant (`policy`) of a built-in transformer (`model`, a preset, with
-    config `overrides` such as n_layers=2, or a whole `config`) for `target` into the build
-    folder `output` (refused when not empty, unless `force`); from the build cache at `cache`
-    when the same program was compiled before. `result.passed` is False when it did not compile
-    or does not fit."""
+    config `overrides` such as n_layers=2 or the mesh's dcn_data_parallel / ici_fsdp_parallel,
+    or a whole `config`) for `target` (`num_slices` slices of it; `allow_any_topology` for a
+    chip grid that is no real slice) into the build folder `output` (refused when not empty,
+    unless `force`); from the build cache at `cache` when the same program was compiled before.
+    `xla_flags` go to the compile (LIBTPU_INIT_ARGS on TPU, XLA_FLAGS elsewhere) with those of
+    the environment, and are recorded. `result.passed` is False when it did not compile or does
+    not fit."""
     from hloscope.analyses.summary.variant import BuildSummary, variant_figures
     from hloscope.loader.build import load_build
     from hloscope.spec.policies import parse_variant
     from hloscope.spec.presets import preset_config
-    from hloscope.spec.targets import parse_target
     from hloscope.workloads.build import BuildSpec, prepare_folder
     from hloscope.workloads.cache import build_into
 
     config = config or preset_config(model, **overrides)
     variant = parse_variant(policy, config)
-    spec = BuildSpec(model, variant.name, parse_target(target).spec, variant.apply(config))
+    spec = BuildSpec(model, variant.name, _target_spec(target, num_slices, allow_any_topology),
+                     variant.apply(config), flags=_compile_flags(xla_flags))
+    spec.mesh()
     folder = Path(output)
     prepare_folder(folder, force)
     built, cached = build_into(spec, folder, None if cache is None else Path(cache), timeout)
@@ -244,17 +249,21 @@ def sweep(model: str = "tiny", policies: str = "all", target: str = "cpu",
           executor: ExecutorSpec | None = None, jobs: int | None = None,
           retries: int | None = None, cache: str | Path | None = None, timeout: float = 3600.0,
           force: bool = False, listener: SweepListener | None = None,
-          **overrides: Any) -> SweepResult:
+          num_slices: int | None = None, allow_any_topology: bool = False,
+          xla_flags: Sequence[str] = (), **overrides: Any) -> SweepResult:
     """Compiles the remat variants `policies` ("all" or a comma-separated list) of a built-in
     transformer (`model` with config `overrides`, or a whole `config`) for `target` and ranks
     them; the winner (`result.winner`) is the fastest that fits. `output` is a folder for
     sweep.json and every variant's build folder (refused when not empty, unless `force`);
     `cache` a build cache (one of the two is needed); `grid` sweeps several batch and sequence
-    lengths, `search_batch` finds each variant's largest batch that fits."""
+    lengths, `search_batch` finds each variant's largest batch that fits. `num_slices`,
+    `allow_any_topology` and `xla_flags` as in `build`."""
     from hloscope.sweep.core import run_sweep_folder
 
     request = sweep_request(model, policies, target, output, config, grid, search_batch,
-                            max_batch, executor, jobs, retries, cache, timeout, **overrides)
+                            max_batch, executor, jobs, retries, cache, timeout,
+                            num_slices=num_slices, allow_any_topology=allow_any_topology,
+                            xla_flags=xla_flags, **overrides)
     return run_sweep_folder(request, force, listener)
 
 
@@ -264,11 +273,11 @@ def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu
                   max_batch: int = 1 << 16, executor: ExecutorSpec | None = None,
                   jobs: int | None = None, retries: int | None = None,
                   cache: str | Path | None = None, timeout: float = 3600.0,
-                  **overrides: Any) -> SweepRequest:
+                  num_slices: int | None = None, allow_any_topology: bool = False,
+                  xla_flags: Sequence[str] = (), **overrides: Any) -> SweepRequest:
     """What `sweep` runs, from its arguments (the CLI builds its request here too)."""
     from hloscope.spec.policies import parse_variants
     from hloscope.spec.presets import preset_config
-    from hloscope.spec.targets import parse_target
     from hloscope.sweep.core import SweepRequest
     from hloscope.sweep.executors import ExecutorSpec
     from hloscope.sweep.scheduler import DEFAULT_RETRIES
@@ -276,11 +285,29 @@ def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu
     config = config or preset_config(model, **overrides)
     return SweepRequest(
         model=model, base=config, variants=tuple(parse_variants(policies, config)),
-        target=parse_target(target).spec, jobs=jobs, search_batch=search_batch,
+        target=_target_spec(target, num_slices, allow_any_topology), jobs=jobs,
+        search_batch=search_batch, flags=_compile_flags(xla_flags),
         max_batch=max_batch, cache_root=None if cache is None else Path(cache),
         out_dir=None if output is None else Path(output), timeout=timeout, grid=grid,
         executor=executor or ExecutorSpec(),
         retries=DEFAULT_RETRIES if retries is None else retries)
+
+
+def _target_spec(target: str, num_slices: int | None, allow_any_topology: bool) -> str:
+    from hloscope.spec.targets import target_spec
+
+    return target_spec(target, num_slices, allow_any_topology)
+
+
+def _compile_flags(xla_flags: Sequence[str]) -> Any:
+    """The user's flags with the environment's LIBTPU_INIT_ARGS and XLA_FLAGS."""
+    import os
+
+    from hloscope.spec.flags import CompileFlags
+
+    if isinstance(xla_flags, str):
+        xla_flags = [xla_flags]
+    return CompileFlags.gather(tuple(xla_flags), os.environ)
 
 
 def report(*inputs: ModuleLike, output: str | Path | None = None, force: bool = False,

@@ -10,6 +10,7 @@ from hloscope.cli.common import emit
 from hloscope.cli.workload_options import (
     cache_options,
     format_option,
+    mesh_options,
     model_options,
     target_option,
 )
@@ -21,6 +22,7 @@ from hloscope.spec.policies import POLICY_HELP
 
 @click.command("build")
 @model_options
+@mesh_options
 @click.option("--policy", default="none", show_default=True, metavar="POLICY",
               help=f"Remat variant: {POLICY_HELP}")
 @target_option
@@ -32,15 +34,19 @@ from hloscope.spec.policies import POLICY_HELP
 @click.option("--timeout", type=click.FloatRange(min=1), default=3600, show_default=True,
               help="Seconds before the compile is abandoned.")
 @format_option
-def command(model: str, config: TransformerConfig, policy: str, target: str, folder: Path,
-            force: bool, cache_root: Path | None, timeout: float, fmt: str) -> int:
+def command(model: str, config: TransformerConfig, policy: str, target: str,
+            xla_flags: tuple[str, ...], folder: Path, force: bool, cache_root: Path | None,
+            timeout: float, fmt: str) -> int:
     """Compile one variant of a built-in transformer train step for TARGET (deviceless for TPU
     and GPU) and write the XLA dump folder, the optimized HLO, memory_analysis / cost_analysis
     JSON and a manifest into DIR. An out-of-memory compile is a result: its error text is in the
     manifest and its dump folder is kept. The build comes from the cache (the one `sweep` uses)
     when the same program was compiled before. Exit status 1 when the variant does not fit or
-    did not compile.
+    did not compile. TPU targets take Cloud TPU accelerator types (tpu:v6e-128) and
+    --num-slices for multislice, whose mesh is data parallel across slices (DCN) and FSDP /
+    tensor parallel inside each (ICI).
     """
-    summary = build(folder, model, policy, target, config, force, cache_root, timeout)
+    summary = build(folder, model, policy, target, config, force, cache_root, timeout,
+                    xla_flags=xla_flags)
     emit(build_report(summary), fmt, None, False)
     return EXIT_OK if summary.passed else EXIT_CHECK_FAILED

@@ -13,6 +13,7 @@ from hloscope.cli.workload_options import (
     executor_options,
     format_option,
     grid_model_options,
+    mesh_options,
     target_option,
 )
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
@@ -28,6 +29,7 @@ from hloscope.sweep.scheduler import DEFAULT_RETRIES
 
 @click.command("sweep")
 @grid_model_options
+@mesh_options
 @click.option("--policies", default="all", show_default=True, metavar="LIST",
               help=f"Comma-separated remat variants, or all (every family once): "
                    f"{POLICY_HELP}")
@@ -51,7 +53,8 @@ from hloscope.sweep.scheduler import DEFAULT_RETRIES
               help="Seconds before one compile is abandoned.")
 @format_option
 def command(model: str, config: TransformerConfig, grid: Grid, policies: str, target: str,
-            search: str | None, max_batch: int, executor: ExecutorSpec, jobs: int | None,
+            xla_flags: tuple[str, ...], search: str | None, max_batch: int,
+            executor: ExecutorSpec, jobs: int | None,
             retries: int, folder: Path | None, force: bool, cache_root: Path | None,
             timeout: float, fmt: str) -> int:
     """Compile remat variants of a built-in transformer for TARGET in worker processes (or Ray
@@ -62,7 +65,8 @@ def command(model: str, config: TransformerConfig, grid: Grid, policies: str, ta
     (or interrupted) sweep compiles only what is missing. Exit status 1 when nothing fits.
     """
     request = sweep_request(model, policies, target, folder, config, grid, search == "batch",
-                            max_batch, executor, jobs, retries, cache_root, timeout)
+                            max_batch, executor, jobs, retries, cache_root, timeout,
+                            xla_flags=xla_flags)
     progress = SweepProgress(len(request.cases()))
     try:
         result = run_sweep_folder(request, force, progress)

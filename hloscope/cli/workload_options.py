@@ -1,9 +1,10 @@
-"""Options `build` and `sweep` share: the model (a preset and overrides), the target, the cache,
-the output format; and the sweep's own: grids (`--batch 8,16 --seq 2048,4096`) and where its
-compiles run (`--executor local|ray`). Collected here, turned into a TransformerConfig by
-`model_config` (no jax)."""
+"""Options `build` and `sweep` share: the model (a preset and overrides), the target (with its
+slices and XLA flags), the multislice mesh, the cache, the output format; and the sweep's own:
+grids (`--batch 8,16 --seq 2048,4096`) and where its compiles run (`--executor local|ray`).
+Collected here, turned into a TransformerConfig by `model_config` (no jax)."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,7 @@ import click
 from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_names
 from hloscope.spec.config import DTYPES, TransformerConfig
 from hloscope.spec.presets import preset_config, preset_names
-from hloscope.spec.targets import EXAMPLES
+from hloscope.spec.targets import EXAMPLES, target_spec
 from hloscope.sweep.executor_base import EXECUTORS, ExecutorSpec
 from hloscope.sweep.grid import Grid, parse_int_list
 from hloscope.workloads.cache import default_cache_dir
@@ -100,8 +101,69 @@ def model_config(model: str, **overrides: Any) -> TransformerConfig:
 
 
 def target_option(command: CommandFunction) -> CommandFunction:
-    return click.option("--target", required=True, metavar="TARGET",
-                        help=f"Where to compile for, without that hardware: {EXAMPLES}.")(command)
+    """--target with the multislice and flag options (--num-slices, --allow-any-topology,
+    --xla-flag); passes `target` (the canonical target string, slices included) and
+    `xla_flags`."""
+
+    @functools.wraps(command)
+    def collected(*args: Any, target: str, num_slices: int | None, allow_any_topology: bool,
+                  xla_flag: tuple[str, ...], **kwargs: Any) -> Any:
+        spec = target_spec(target, num_slices, allow_any_topology)
+        return command(*args, target=spec, xla_flags=tuple(xla_flag), **kwargs)
+
+    options = [
+        click.option("--xla-flag", "xla_flag", multiple=True, metavar="FLAG",
+                     help="An XLA / libtpu flag for the compile (repeatable), e.g. "
+                     "--xla-flag=--xla_tpu_enable_latency_hiding_scheduler=true; on TPU it goes "
+                     "to LIBTPU_INIT_ARGS, elsewhere to XLA_FLAGS. Those already in the "
+                     "environment apply too; all are recorded in the build and its cache key."),
+        click.option("--allow-any-topology", is_flag=True,
+                     help="Compile for a TPU chip grid that is no Cloud TPU slice of its "
+                     "generation (refused otherwise); the output says so."),
+        click.option("--num-slices", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="TPU multislice: N slices of the topology joined by DCN (as xpk's "
+                     "--num-slices, MaxText's compile_topology_num_slices)."),
+        click.option("--target", required=True, metavar="TARGET",
+                     help=f"Where to compile for, without that hardware: {EXAMPLES}."),
+    ]
+    for option in options:
+        collected = option(collected)
+    return collected  # type: ignore[return-value]
+
+
+# --- the multislice mesh (MaxText's names): build and sweep ---------------------------------
+_MESH_OPTIONS = (  # (option, parameter, help): config fields, but the last is tensor_parallel
+    ("--dcn-data-parallelism", "dcn_data_parallel",
+     "Data-parallel ways across slices, over DCN (default: the number of slices)."),
+    ("--ici-fsdp-parallelism", "ici_fsdp_parallel",
+     "FSDP ways inside a slice, over ICI (default: every device of a slice tensor parallelism "
+     "leaves when the model shards (--fsdp), else 1); the rest is ICI data parallelism."),
+    ("--ici-tensor-parallelism", "ici_tensor_parallel",
+     "Tensor-parallel ways inside a slice, over ICI (the same as --tensor)."),
+)
+
+
+def mesh_options(command: CommandFunction) -> CommandFunction:
+    """The mesh options; applied to the `config` that model_options passes (put it below)."""
+
+    @functools.wraps(command)
+    def collected(*args: Any, config: TransformerConfig, **kwargs: Any) -> Any:
+        stated = {name: kwargs.pop(name) for _, name, _ in _MESH_OPTIONS}
+        stated = {name: value for name, value in stated.items() if value is not None}
+        tensor = stated.pop("ici_tensor_parallel", None)
+        if tensor is not None and config.tensor_parallel not in (1, tensor):
+            raise click.UsageError(f"--tensor {config.tensor_parallel} and "
+                                   f"--ici-tensor-parallelism {tensor} disagree")
+        if tensor is not None:
+            stated["tensor_parallel"] = tensor
+        if stated:
+            config = dataclasses.replace(config, **stated)
+        return command(*args, config=config, **kwargs)
+
+    for option, field, text in reversed(_MESH_OPTIONS):
+        collected = click.option(option, field, type=click.IntRange(min=1), default=None,
+                                 metavar="N", help=text)(collected)
+    return collected  # type: ignore[return-value]
 
 
 def format_option(command: CommandFunction) -> CommandFunction:

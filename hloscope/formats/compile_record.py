@@ -7,6 +7,11 @@ aliased); they are not the live-range peak (see DESIGN.md). `peak_bytes` is copi
 it and is not the real peak on CPU. `cost_analysis()` counts a loop body once and is None on
 deviceless GPU compiles, so every cost field may be None.
 
+`device_assignment` is the compiled program's device assignment: entry i is the device that
+runs logical device i (SPMD partition i; replica-major when there are replicas), with its JAX id
+and, on multislice TPU targets, its `slice_index`. Replica groups in the HLO name logical ids, so
+this is what says whether a collective crosses slices (`hloscope.analyses.cost.collectives`).
+
 A result always exists, even when the child crashed: `status` says which of ok, oom (the compile
 failed with RESOURCE_EXHAUSTED: `error` holds XLA's message and the dump folder still explains
 it), error, crash (the child died, e.g. SIGSEGV in libtpu: `log_tail` holds its last output) or
@@ -70,6 +75,14 @@ class CompileResult:
     error: str | None = None
     log_tail: str | None = None
     returncode: int | None = None
+    device_assignment: list[dict[str, Any]] | None = None  # logical id -> {"id", "slice_index"}
+
+    @property
+    def slice_of_logical_device(self) -> list[int] | None:
+        """Each logical device's slice index (None when the compile did not record them)."""
+        if not self.device_assignment:
+            return None
+        return [int(entry.get("slice_index") or 0) for entry in self.device_assignment]
 
     @property
     def ok(self) -> bool:

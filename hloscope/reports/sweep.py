@@ -53,7 +53,7 @@ def _summary(data: dict[str, Any]) -> list:
     return [
         ("model", f"{data['model']}: {data['parameters']:,} parameters, {config['n_layers']} "
                   f"layers, d_model {config['d_model']}, seq {_listed(grid['seq_len'])}"),
-        ("target", f"{data['target']} ({data['devices']} x {data['device']})"),
+        ("target", _sweep_target(data)),
         ("capacity per device", Quantity(data["capacity_bytes"], "bytes")),
         ("global batch", batch),
         ("sharding", _sharding(config)),
@@ -133,6 +133,40 @@ def build_report(summary: BuildSummary) -> Report:
     )
 
 
+def _sweep_target(data: dict) -> str:
+    """`tpu:v5e:2x2 (4 x TPU v5e ...)`; several slices also say slices x chips."""
+    text = f"{data['target']} ({data['devices']} x {data['device']})"
+    if (data.get("num_slices") or 1) > 1:
+        text += f": {data['target_description']}"
+    return text
+
+
+def _target_lines(manifest: dict) -> list:
+    """The devices (slices x chips) and, on a hybrid mesh, its axes; for older manifests none."""
+    lines = []
+    if manifest.get("target_description"):
+        lines.append(("devices", manifest["target_description"]))
+    mesh = manifest.get("mesh") or {}
+    if mesh.get("hybrid"):
+        lines.append(("mesh", f"DCN data {mesh['dcn_data_parallelism']} x ICI data "
+                              f"{mesh['ici_data_parallelism']} x ICI FSDP "
+                              f"{mesh['ici_fsdp_parallelism']} x ICI tensor "
+                              f"{mesh['ici_tensor_parallelism']}"))
+    flags = manifest.get("flags") or {}
+    if flags.get("user") or flags.get("environment"):
+        given = list(flags.get("user") or []) + [f"{k}={v}" for k, v in
+                                                 (flags.get("environment") or {}).items()]
+        lines.append(("XLA flags", " ".join(given)))
+    return lines
+
+
+def _collective_lines(hlo: Any) -> list:
+    if hlo is None or getattr(hlo, "dcn_collective_bytes", None) is None:
+        return []
+    return [("collectives over DCN (across slices)", Quantity(hlo.dcn_collective_bytes, "bytes")),
+            ("collectives over ICI (inside a slice)", Quantity(hlo.ici_collective_bytes, "bytes"))]
+
+
 def _build_summary(summary: BuildSummary) -> list:
     build, figures, cached = summary.build, summary.figures, summary.cached
     manifest = build.manifest
@@ -144,6 +178,7 @@ def _build_summary(summary: BuildSummary) -> list:
         ("  decided by", figures.fit_source),
         ("folder", str(build.folder)),
         ("parameters", manifest["parameters"]),
+        *_target_lines(manifest),
         ("global batch", figures.batch),
         ("device memory needed", Quantity(figures.required_bytes, "bytes")),
         ("  from", figures.required_source),
@@ -152,6 +187,7 @@ def _build_summary(summary: BuildSummary) -> list:
         ("compile seconds", Quantity(figures.compile_seconds, "int")),
         ("FLOPs per device", Quantity(hlo.total_flops if hlo else None, "flops")),
         ("recompute overhead", Quantity(hlo.recompute_overhead if hlo else None, "percent")),
+        *_collective_lines(hlo),
         ("estimated step seconds", Quantity(figures.step_seconds, "int")),
         ("fingerprint", figures.fingerprint),
     ]

@@ -17,7 +17,8 @@ One decoder-only transformer, in two styles chosen field by field:
 
 Program options live here too, because they change the compiled program: `scan_layers`, the
 remat policy (`remat`, with `remat_block` for a nested "checkpointing scan" and `remat_layers` for
-partial remat of the first N layers) and the sharding (`tensor_parallel`, `fsdp`).
+partial remat of the first N layers) and the sharding (`tensor_parallel`, `fsdp`, and for a
+multislice mesh `dcn_data_parallel` / `ici_fsdp_parallel`: `hloscope.spec.mesh`).
 """
 from __future__ import annotations
 
@@ -71,6 +72,9 @@ class AdamWConfig:
     weight_decay: float = 0.1
 
 
+_OPTIONAL_WHEN_UNSET = ("dcn_data_parallel", "ici_fsdp_parallel")
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     """Shapes, dtypes and program options of one train step (batch is the global batch)."""
@@ -99,6 +103,11 @@ class TransformerConfig:
     remat_layers: int | None = None  # partial remat: only the first N layers; None = all
     tensor_parallel: int = 1  # size of the "tensor" mesh axis; "data" gets the other devices
     fsdp: bool = False  # shard parameters and optimizer state over the "data" axis
+    # --- the multislice mesh: MaxText's dcn_*/ici_* parallelism (hloscope.spec.mesh) ---
+    # Either one stated (or a target of several slices) gives the hybrid (data, fsdp, tensor)
+    # mesh: data parallelism across slices over DCN, FSDP and tensor parallelism over ICI.
+    dcn_data_parallel: int | None = None  # ways across slices; None: one per slice
+    ici_fsdp_parallel: int | None = None  # FSDP ways inside a slice; None: all it can (fsdp) or 1
 
     def __post_init__(self) -> None:
         _check_choice("remat", self.remat, (*REMAT_POLICIES, *BLOCK_REMAT_POLICIES))
@@ -113,6 +122,7 @@ class TransformerConfig:
             raise UsageError("every size of a transformer config must be positive")
         self._check_heads()
         self._check_remat_options()
+        self._check_mesh_options()
 
     def _check_heads(self) -> None:
         if self.d_model % self.n_heads:
@@ -139,6 +149,12 @@ class TransformerConfig:
         if self.remat == "offload_scan" and not self.scan_layers:
             raise UsageError("offload_scan offloads the layer scan's inputs: it needs scan_layers")
 
+    def _check_mesh_options(self) -> None:
+        for name in ("dcn_data_parallel", "ici_fsdp_parallel"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise UsageError(f"{name} must be positive, not {value}")
+
     @property
     def kv_heads(self) -> int:
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
@@ -160,7 +176,13 @@ class TransformerConfig:
         return self.batch * self.seq_len
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The config as JSON; mesh options left unstated are left out, so a single-slice
+        config reads (and hashes) as it did before they existed."""
+        data = asdict(self)
+        for name in _OPTIONAL_WHEN_UNSET:
+            if data[name] is None:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TransformerConfig:

@@ -22,6 +22,7 @@ from hloscope.errors import UsageError
 from hloscope.formats.build import LOG_FILE, read_build
 from hloscope.formats.sweep import builds_folder, write_sweep
 from hloscope.spec.config import TransformerConfig, param_count
+from hloscope.spec.flags import CompileFlags
 from hloscope.spec.policies import Variant
 from hloscope.spec.targets import parse_target
 from hloscope.sweep.executor_base import ExecutorSpec
@@ -55,9 +56,11 @@ class SweepRequest:
     grid: Grid | None = None  # None: the base config's sequence length and batch
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     retries: int = DEFAULT_RETRIES
+    flags: CompileFlags = field(default_factory=CompileFlags)  # user and environment XLA flags
 
     @property
     def data_parallel(self) -> int:
+        """Ways the batch is split (every device the tensor axis leaves, on any mesh)."""
         return parse_target(self.target).num_devices // self.base.tensor_parallel
 
     @property
@@ -68,7 +71,8 @@ class SweepRequest:
         return sweep_cases(self.variants, self.sweep_grid)
 
     def spec(self, case: Case, batch: int) -> BuildSpec:
-        return BuildSpec(self.model, case.variant.name, self.target, case.config(self.base, batch))
+        return BuildSpec(self.model, case.variant.name, self.target, case.config(self.base, batch),
+                         flags=self.flags)
 
 
 @dataclass
@@ -93,6 +97,8 @@ class SweepResult:
         return {
             "model": request.model, "target": target.spec, "device": target.device.description,
             "devices": target.num_devices, "capacity_bytes": memory_budget(target.device),
+            "num_slices": target.num_slices, "target_description": target.describe(),
+            "flags": request.flags.to_dict(),
             "config": request.base.to_dict(), "parameters": param_count(request.base),
             "search": "batch" if request.search_batch else None, "winner": self.winner,
             "grid": {"seq_len": list(grid.seq_lens), "batch": list(grid.batches)},
@@ -131,7 +137,7 @@ def validate(request: SweepRequest) -> None:
         raise UsageError(f"batch {uneven[0]} does not split over the "
                          f"{request.data_parallel}-way data axis of {target.spec}")
     for case in request.cases():  # e.g. a sequence length the positions cannot take
-        case.config(request.base, case.point.batch)
+        request.spec(case, case.point.batch).mesh()  # a mesh the target's devices cannot form
 
 
 def plan_for(request: SweepRequest, case: Case) -> Plan:

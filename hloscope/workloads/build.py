@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import OutputExistsError
+from hloscope.errors import OutputExistsError, UsageError
 from hloscope.formats.build import (
     DUMP_FOLDER,
     HLO_FILE,
@@ -32,6 +32,8 @@ from hloscope.formats.build import (
 )
 from hloscope.formats.compile_record import CompileResult
 from hloscope.spec.config import TransformerConfig, param_count
+from hloscope.spec.flags import CompileFlags
+from hloscope.spec.mesh import MeshPlan, plan_mesh
 from hloscope.spec.targets import parse_target
 from hloscope.version import __version__
 from hloscope.workloads.compiler import package_versions
@@ -42,7 +44,8 @@ MODULE_NAME = "jit_train_step"
 _WORKLOAD_SOURCES = ("spec/config.py", "workloads/transformer.py", "workloads/layers.py",
                      "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
                      "workloads/compile_job.py", "spec/targets.py",
-                     "workloads/topology.py")  # under hloscope/
+                     "workloads/topology.py", "spec/mesh.py", "spec/slices.py",
+                     "spec/flags.py")  # under hloscope/
 _MODULE_FILE = re.compile(r"^module_(\d+)\.(?P<name>[^.]+)\..*after_optimizations\.txt$")
 
 
@@ -55,16 +58,23 @@ class BuildSpec:
     target: str
     config: TransformerConfig
     compiler_options: dict[str, Any] = field(default_factory=dict)
+    flags: CompileFlags = field(default_factory=CompileFlags)  # user and environment flags
 
     @property
     def backend(self) -> str:
         return parse_target(self.target).backend
+
+    def mesh(self) -> MeshPlan:
+        """The train step's mesh on this target; UsageError when the config does not fit it."""
+        target = parse_target(self.target)
+        return plan_mesh(self.config, target.num_slices, target.devices_per_slice)
 
     def key_material(self) -> dict[str, Any]:
         """Everything the compiled program depends on (the cache key is its hash)."""
         return {"builder": TRANSFORMER_BUILDER, "config": self.config.to_dict(),
                 "target": parse_target(self.target).spec,
                 "compiler_options": self.compiler_options,
+                "flags": self.flags.to_dict(),
                 "versions": {**package_versions(self.backend), "hloscope": __version__,
                              "workload_source": workload_source_hash()}}
 
@@ -99,7 +109,8 @@ def run_build(spec: BuildSpec, folder: Path, timeout: float = 3600.0) -> BuildFo
     folder.mkdir(parents=True, exist_ok=True)
     request = CompileRequest(spec.target, str(folder / DUMP_FOLDER),
                              builder_kwargs=spec.config.to_dict(),
-                             compiler_options=spec.compiler_options)
+                             compiler_options=spec.compiler_options,
+                             flags=spec.flags.to_dict())
     result = compile_in_subprocess(request, timeout=timeout, log_path=folder / LOG_FILE)
     return write_build(spec, result, folder)
 
@@ -117,12 +128,17 @@ def write_build(spec: BuildSpec, result: CompileResult, folder: Path) -> BuildFo
 def _manifest(spec: BuildSpec, result: CompileResult, hlo: Path | None) -> dict[str, Any]:
     compiled = result.to_dict()
     compiled.pop("dump_dir", None)
+    target = parse_target(spec.target)
     return {
         "hloscope_version": __version__,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "model": spec.model,
         "variant": spec.variant,
-        "target": parse_target(spec.target).spec,
+        "target": target.spec,
+        "target_description": target.describe(),
+        "devices": target.num_devices,
+        "mesh": _mesh_record(spec),
+        "flags": spec.flags.to_dict(),
         "config": spec.config.to_dict(),
         "parameters": param_count(spec.config),
         "cache_key": spec.cache_key(),
@@ -133,6 +149,13 @@ def _manifest(spec: BuildSpec, result: CompileResult, hlo: Path | None) -> dict[
         "files": manifest_files(hlo.name if hlo else None),
         "compile": compiled,
     }
+
+
+def _mesh_record(spec: BuildSpec) -> dict[str, Any] | None:
+    try:
+        return spec.mesh().describe()
+    except UsageError:  # the compile said why (status "error"); the manifest has no mesh
+        return None
 
 
 def main_module_hlo(dump: Path, module_name: str = MODULE_NAME) -> Path | None:

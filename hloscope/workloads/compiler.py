@@ -63,12 +63,42 @@ def compile_function(fn: Callable[..., Any], args: Sequence[Any], *, target: str
         status = "oom" if "RESOURCE_EXHAUSTED" in str(error) else "error"
         return CompileResult(status=status, error=_error_text(error),
                              lower_seconds=lowered_at - started,
-                             compile_seconds=time.perf_counter() - lowered_at, **common)
+                             compile_seconds=time.perf_counter() - lowered_at,
+                             device_assignment=device_assignment(None, args), **common)
     compile_seconds = time.perf_counter() - lowered_at
     return CompileResult(status="ok", memory=memory_figures(compiled.memory_analysis()),
                          cost=cost_figures(compiled.cost_analysis()),
                          lower_seconds=lowered_at - started, compile_seconds=compile_seconds,
-                         **common)
+                         device_assignment=device_assignment(compiled, args), **common)
+
+
+def device_assignment(compiled: Any, args: Sequence[Any]) -> list[dict[str, Any]] | None:
+    """The program's devices in logical-id order, each with its id and slice index.
+
+    The executable's own list (`local_devices()`: partition i runs on entry i) when it gives one,
+    else the device assignment of the arguments' shardings (the mesh's flattened devices, which
+    jax compiles for: also known when the compile failed with an OOM); None when neither is."""
+    devices = None
+    if compiled is not None:
+        try:
+            devices = list(compiled.runtime_executable().local_devices())
+        except Exception:  # deviceless executables may not expose it: fall back
+            devices = None
+    devices = devices or _argument_devices(args)
+    if not devices:
+        return None
+    return [{"id": int(d.id), "slice_index": int(getattr(d, "slice_index", 0) or 0)}
+            for d in devices]
+
+
+def _argument_devices(args: Sequence[Any]) -> list[Any] | None:
+    import jax
+
+    for leaf in jax.tree.leaves(args):
+        assigned = getattr(getattr(leaf, "sharding", None), "_device_assignment", None)
+        if assigned:
+            return list(assigned)
+    return None
 
 
 def memory_figures(stats: Any) -> MemoryFigures | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.formats.compile_record import CompileResult
+from hloscope.spec.flags import CompileFlags
 from hloscope.spec.targets import parse_target, target_environment
 from hloscope.workloads.compile_job import PARENT_PID_ENV
 
@@ -36,6 +37,7 @@ class CompileRequest:
     builder: str = TRANSFORMER_BUILDER
     builder_kwargs: dict[str, Any] = field(default_factory=dict)
     compiler_options: dict[str, Any] = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)  # spec.flags.CompileFlags.to_dict()
 
 
 def compile_in_subprocess(request: CompileRequest, *, timeout: float = 1200.0,
@@ -49,7 +51,9 @@ def compile_in_subprocess(request: CompileRequest, *, timeout: float = 1200.0,
         request_path.write_text(json.dumps(asdict(request)))
         command = [sys.executable, "-m", "hloscope.workloads.compile_job", str(request_path),
                    str(result_path)]
-        returncode = run_child(command, child_environment(target), log, timeout)
+        env = CompileFlags.from_dict(request.flags).apply(child_environment(target),
+                                                          target.backend)
+        returncode = run_child(command, env, log, timeout)
         if returncode == 0 and result_path.exists():
             data = json.loads(result_path.read_text())
             return CompileResult.from_dict({**data, "returncode": 0})

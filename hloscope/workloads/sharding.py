@@ -9,10 +9,17 @@ axis does not divide stays whole. Norm scales and row-parallel biases are replic
 
 Without tensor parallelism or FSDP the parameters are replicated and no sharding constraint is
 added, which keeps the data-parallel program the fixtures were made from unchanged.
+
+On several slices, or with a mesh option stated, the mesh is the hybrid (`data`, `fsdp`,
+`tensor`) one of `hloscope.spec.mesh`: `data` spans the slices (DCN), `fsdp` and `tensor` stay
+inside one (ICI). The batch (and every activation's batch dimension) is split over `data` x
+`fsdp`, and the weights over `fsdp` in place of `data`, so parameter all-gathers and gradient
+reduce-scatters stay on ICI and only the data-parallel gradient reduction crosses slices.
 This module imports jax: import it only in child processes and tests.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
@@ -20,31 +27,47 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from hloscope.errors import UsageError
 from hloscope.spec.config import TransformerConfig
+from hloscope.spec.mesh import DATA, FSDP, TENSOR, MeshPlan, plan_mesh
+from hloscope.workloads.topology import slice_index, slice_order
 
-DATA, TENSOR = "data", "tensor"
 COLUMN_PARALLEL = frozenset({"qkv", "q", "k", "v", "fc", "gate", "up", "unembed"})
 ROW_PARALLEL = frozenset({"out", "proj", "down"})
 
 
 def train_mesh(mesh: Mesh, config: TransformerConfig) -> Mesh:
-    """The target's devices as a (data,) or (data, tensor) mesh."""
+    """The target's devices as a (data,) or (data, tensor) mesh, or on several slices (or with
+    a mesh option stated) the hybrid (data, fsdp, tensor) one."""
     devices = mesh.devices.reshape(-1)
-    tensor = config.tensor_parallel
-    if devices.size % tensor:
-        raise UsageError(f"tensor parallelism {tensor} does not divide {devices.size} devices")
-    if tensor == 1:
-        return Mesh(devices, (DATA,))
-    return Mesh(np.asarray(devices).reshape(devices.size // tensor, tensor), (DATA, TENSOR))
+    plan = mesh_plan(mesh, config)
+    if not plan.hybrid:
+        if plan.ici_tensor == 1:
+            return Mesh(devices, (DATA,))
+        return Mesh(np.asarray(devices).reshape(plan.shape), (DATA, TENSOR))
+    ordered = np.array(sorted(devices, key=slice_order), dtype=object)
+    return Mesh(ordered.reshape(plan.device_shape).reshape(plan.shape), plan.axis_names)
+
+
+def mesh_plan(mesh: Mesh, config: TransformerConfig) -> MeshPlan:
+    """The plan of `config` on the devices of `mesh` (their slices read from `slice_index`)."""
+    devices = mesh.devices.reshape(-1)
+    slices = len({slice_index(device) for device in devices})
+    return plan_mesh(config, slices, devices.size // slices)
 
 
 def is_sharded(config: TransformerConfig) -> bool:
-    return config.fsdp or config.tensor_parallel > 1
+    return config.fsdp or config.tensor_parallel > 1 or (config.ici_fsdp_parallel or 1) > 1
+
+
+def batch_axes(mesh: Mesh) -> str | tuple[str, ...]:
+    """What the batch dimension is split over: `data`, or `data` x `fsdp` on a hybrid mesh."""
+    return (DATA, FSDP) if FSDP in mesh.axis_names else DATA
 
 
 def data_size(mesh: Mesh) -> int:
-    return mesh.shape[DATA]
+    """Ways the batch is split."""
+    axes = batch_axes(mesh)
+    return math.prod(mesh.shape[axis] for axis in (axes if isinstance(axes, tuple) else (axes,)))
 
 
 def param_spec(path: tuple[str, ...], shape: tuple[int, ...], stacked: int,
@@ -57,10 +80,18 @@ def param_spec(path: tuple[str, ...], shape: tuple[int, ...], stacked: int,
     return P(*([None] * stacked), *axes)
 
 
+def _fsdp_axis(config: TransformerConfig, mesh: Mesh) -> str | None:
+    """The axis weights are sharded over: `fsdp` on a hybrid mesh (when larger than 1), else
+    `data` when the config asks for FSDP."""
+    if FSDP in mesh.axis_names:
+        return FSDP if mesh.shape[FSDP] > 1 else None
+    return DATA if config.fsdp else None
+
+
 def _matrix_axes(path: tuple[str, ...], rank: int, config: TransformerConfig,
                  mesh: Mesh) -> list[str | None]:
-    tensor = TENSOR if TENSOR in mesh.axis_names else None
-    fsdp = DATA if config.fsdp else None
+    tensor = TENSOR if TENSOR in mesh.axis_names and mesh.shape[TENSOR] > 1 else None
+    fsdp = _fsdp_axis(config, mesh)
     name, role = path[-1], path[-2] if len(path) > 1 else ""
     if name == "tokens":  # [vocab, d_model]
         return [tensor, fsdp]
@@ -83,7 +114,8 @@ def constrain(x: jax.Array, mesh: Mesh, config: TransformerConfig, *spec: str | 
     """A sharding constraint on an activation, only when the model is sharded beyond data."""
     if not is_sharded(config):
         return x
-    axes = [axis if axis in mesh.axis_names else None for axis in spec]
+    axes = [batch_axes(mesh) if axis == DATA else axis if axis in mesh.axis_names else None
+            for axis in spec]
     return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P(*axes)))
 
 
@@ -92,7 +124,7 @@ def named(mesh: Mesh, spec: P) -> NamedSharding:
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:
-    return NamedSharding(mesh, P(DATA))
+    return NamedSharding(mesh, P(batch_axes(mesh)))
 
 
 def replicated(mesh: Mesh) -> NamedSharding:

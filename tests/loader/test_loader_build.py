@@ -46,7 +46,7 @@ def test_a_builds_optimized_hlo_is_loaded_and_analysed(tmp_path: Path) -> None:
     assert loaded.module is not None and loaded.load_error is None
     figures = variant_figures(loaded, "none")
     assert figures.analysis_error is None
-    assert figures.hlo == hlo_figures(load_input(dump_module))
+    assert figures.hlo == hlo_figures(load_input(dump_module), loaded.build)
     assert figures.hlo is not None and figures.hlo.total_flops > 0
 
 

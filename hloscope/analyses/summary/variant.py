@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from hloscope.analyses.cost.collectives import CollectivesResult
 from hloscope.analyses.roofline import StepEstimate, estimate_step
 from hloscope.devices import memory_budget
 from hloscope.errors import HloscopeError
@@ -54,6 +55,10 @@ class HloFigures:
     unknown_loops: int
     parameter_bytes: int
     live_peak_bytes: int | None  # hloscope.analyses.memory.analysis: logical buffers live at once
+    # hloscope.analyses.cost.collectives: collective payload over DCN (crossing TPU slices) and
+    # over ICI (inside one); None when the build recorded no device assignment.
+    dcn_collective_bytes: int | None = None
+    ici_collective_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -119,13 +124,15 @@ def _within(amount: int | None, capacity: int | None) -> bool | None:
     return None if amount is None or capacity is None else amount <= capacity
 
 
-def hlo_figures(module: HloModule) -> HloFigures:
-    """hloscope's analyses of a build's optimized HLO."""
+def hlo_figures(module: HloModule, build: BuildFolder) -> HloFigures:
+    """hloscope's analyses of a build's optimized HLO (`build`: its recorded device
+    assignment, which places collectives on ICI or DCN)."""
     from hloscope.analyses.cost.flops import flops
     from hloscope.analyses.cost.remat import remat
     from hloscope.analyses.memory.analysis import live_peak_bytes
     from hloscope.analyses.memory.host_offload import host_transfers
 
+    links = collective_links(module, build)
     costs = flops(module)
     recomputed = remat(module)
     transfers = host_transfers(module)
@@ -137,7 +144,20 @@ def hlo_figures(module: HloModule) -> HloFigures:
         to_host_bytes=transfers.to_host_bytes, from_host_bytes=transfers.from_host_bytes,
         unknown_loops=len(costs.unknown_loops),
         parameter_bytes=device_parameter_bytes(module),
-        live_peak_bytes=live_peak_bytes(module)[0])
+        live_peak_bytes=live_peak_bytes(module)[0],
+        dcn_collective_bytes=None if links is None else links.dcn_bytes,
+        ici_collective_bytes=None if links is None else links.ici_bytes)
+
+
+def collective_links(module: HloModule, build: BuildFolder) -> CollectivesResult | None:
+    """The build's collectives by link, from the device assignment its compile recorded (a
+    single-slice target without one: every device in slice 0); None when it is not known."""
+    from hloscope.analyses.cost.collectives import collectives
+
+    slices = build.result.slice_of_logical_device
+    if slices is None and parse_target(build.target).num_slices == 1:
+        slices = [0] * parse_target(build.target).num_devices
+    return None if slices is None else collectives(module, slices)
 
 
 def device_parameter_bytes(module: HloModule) -> int:
@@ -177,7 +197,7 @@ def _analysed(loaded: LoadedBuild) -> tuple[HloFigures | None, str | None]:
     if loaded.module is None:
         return None, loaded.load_error
     try:
-        return hlo_figures(loaded.module), None
+        return hlo_figures(loaded.module, loaded.build), None
     except HloscopeError as error:
         return None, str(error).splitlines()[0]
 

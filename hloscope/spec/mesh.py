@@ -1,0 +1,106 @@
+"""The device mesh a train step runs on, from the config and the target's slices (no jax).
+
+Two layouts:
+
+- **single-axis** (one slice, no mesh option stated): the mesh the fixtures were made with, a
+  `data` axis over every device (the batch is split over it; with `fsdp` the weights too), and a
+  `tensor` axis when `tensor_parallel` > 1. Kept as it was, so those programs do not change.
+- **hybrid** (several slices, or any of `dcn_data_parallel` / `ici_fsdp_parallel` stated), as
+  MaxText's `create_hybrid_device_mesh` and Levanter's mesh: axes (`data`, `fsdp`, `tensor`) of
+  sizes (dcn_data x ici_data, ici_fsdp, ici_tensor). The devices, sorted by (slice_index, id),
+  are reshaped to (slices, ici_data, ici_fsdp, ici_tensor) and the first two axes merged, so
+  that `data` runs over the slices (DCN) and within a slice (ICI data), while `fsdp` and
+  `tensor` stay inside one slice (ICI). The batch is split over `data` x `fsdp`, the weights
+  over `fsdp` (and `tensor`): data parallelism over DCN, FSDP over ICI.
+
+Defaults as MaxText and Levanter: DCN data parallelism = the number of slices (only data
+parallelism crosses slices in this model); ICI FSDP = every device of a slice that tensor
+parallelism leaves, when the config shards (`fsdp`; the Llama presets), else 1 (plain data
+parallelism inside the slice). An `ici_fsdp_parallel` below that leaves the rest to ICI data
+parallelism (MaxText's `ici_data_parallelism = -1`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hloscope.errors import UsageError
+from hloscope.spec.config import TransformerConfig
+
+DATA, FSDP, TENSOR = "data", "fsdp", "tensor"
+
+
+@dataclass(frozen=True)
+class MeshPlan:
+    """Axis sizes of the train step's mesh; `hybrid` False is the single-axis layout."""
+
+    num_slices: int
+    dcn_data: int
+    ici_data: int
+    ici_fsdp: int
+    ici_tensor: int
+    hybrid: bool
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        if self.hybrid:
+            return (DATA, FSDP, TENSOR)
+        return (DATA,) if self.ici_tensor == 1 else (DATA, TENSOR)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The mesh's shape, in `axis_names` order."""
+        if self.hybrid:
+            return (self.dcn_data * self.ici_data, self.ici_fsdp, self.ici_tensor)
+        data = self.num_slices * self.ici_data * self.ici_fsdp
+        return (data,) if self.ici_tensor == 1 else (data, self.ici_tensor)
+
+    @property
+    def device_shape(self) -> tuple[int, ...]:
+        """How the (slice_index, id)-sorted devices are reshaped before `data` merges its
+        DCN and ICI parts."""
+        if not self.hybrid:
+            return self.shape
+        return (self.dcn_data, self.ici_data, self.ici_fsdp, self.ici_tensor)
+
+    @property
+    def batch_axes(self) -> tuple[str, ...]:
+        """The axes the batch is split over."""
+        return (DATA, FSDP) if self.hybrid else (DATA,)
+
+    @property
+    def batch_ways(self) -> int:
+        return self.dcn_data * self.ici_data * self.ici_fsdp
+
+    def describe(self) -> dict[str, int | bool]:
+        """For manifests and reports: MaxText's names for each axis size."""
+        return {"num_slices": self.num_slices, "dcn_data_parallelism": self.dcn_data,
+                "ici_data_parallelism": self.ici_data,
+                "ici_fsdp_parallelism": self.ici_fsdp,
+                "ici_tensor_parallelism": self.ici_tensor, "hybrid": self.hybrid}
+
+
+def states_mesh(config: TransformerConfig) -> bool:
+    """Whether the config states a mesh option (then the hybrid layout is used)."""
+    return config.dcn_data_parallel is not None or config.ici_fsdp_parallel is not None
+
+
+def plan_mesh(config: TransformerConfig, num_slices: int, devices_per_slice: int) -> MeshPlan:
+    """The mesh of `config` on `num_slices` slices of `devices_per_slice` devices each;
+    UsageError when the stated sizes do not multiply to the devices."""
+    tensor = config.tensor_parallel
+    if devices_per_slice % tensor:
+        raise UsageError(f"tensor parallelism {tensor} does not divide the {devices_per_slice} "
+                         "devices of a slice (it runs over ICI, inside one slice)")
+    hybrid = num_slices > 1 or states_mesh(config)
+    if not hybrid:
+        return MeshPlan(1, 1, devices_per_slice // tensor, 1, tensor, False)
+    dcn = config.dcn_data_parallel or num_slices
+    if dcn != num_slices:
+        raise UsageError(f"DCN data parallelism {dcn} must equal the number of slices "
+                         f"({num_slices}): only data parallelism crosses slices here")
+    rest = devices_per_slice // tensor
+    fsdp = config.ici_fsdp_parallel or (rest if config.fsdp else 1)
+    if rest % fsdp:
+        raise UsageError(f"ICI FSDP parallelism {fsdp} does not divide the {rest} devices of a "
+                         f"slice left by tensor parallelism {tensor}")
+    return MeshPlan(num_slices, dcn, rest // fsdp, fsdp, tensor, True)
