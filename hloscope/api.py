@@ -244,17 +244,20 @@ def sweep(model: str = "tiny", policies: str = "all", target: str = "cpu",
           executor: ExecutorSpec | None = None, jobs: int | None = None,
           retries: int | None = None, cache: str | Path | None = None, timeout: float = 3600.0,
           force: bool = False, listener: SweepListener | None = None,
+          search_window: int | None = None, max_probes: int | None = None,
           **overrides: Any) -> SweepResult:
     """Compiles the remat variants `policies` ("all" or a comma-separated list) of a built-in
     transformer (`model` with config `overrides`, or a whole `config`) for `target` and ranks
     them; the winner (`result.winner`) is the fastest that fits. `output` is a folder for
     sweep.json and every variant's build folder (refused when not empty, unless `force`);
     `cache` a build cache (one of the two is needed); `grid` sweeps several batch and sequence
-    lengths, `search_batch` finds each variant's largest batch that fits."""
+    lengths, `search_batch` finds each variant's largest batch that fits (`search_window` steps
+    above it compiled and failing, at most `max_probes` compiles; `hloscope.sweep.search`)."""
     from hloscope.sweep.core import run_sweep_folder
 
     request = sweep_request(model, policies, target, output, config, grid, search_batch,
-                            max_batch, executor, jobs, retries, cache, timeout, **overrides)
+                            max_batch, executor, jobs, retries, cache, timeout,
+                            search_window=search_window, max_probes=max_probes, **overrides)
     return run_sweep_folder(request, force, listener)
 
 
@@ -264,6 +267,7 @@ def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu
                   max_batch: int = 1 << 16, executor: ExecutorSpec | None = None,
                   jobs: int | None = None, retries: int | None = None,
                   cache: str | Path | None = None, timeout: float = 3600.0,
+                  search_window: int | None = None, max_probes: int | None = None,
                   **overrides: Any) -> SweepRequest:
     """What `sweep` runs, from its arguments (the CLI builds its request here too)."""
     from hloscope.spec.policies import parse_variants
@@ -272,6 +276,7 @@ def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu
     from hloscope.sweep.core import SweepRequest
     from hloscope.sweep.executors import ExecutorSpec
     from hloscope.sweep.scheduler import DEFAULT_RETRIES
+    from hloscope.sweep.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 
     config = config or preset_config(model, **overrides)
     return SweepRequest(
@@ -280,7 +285,9 @@ def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu
         max_batch=max_batch, cache_root=None if cache is None else Path(cache),
         out_dir=None if output is None else Path(output), timeout=timeout, grid=grid,
         executor=executor or ExecutorSpec(),
-        retries=DEFAULT_RETRIES if retries is None else retries)
+        retries=DEFAULT_RETRIES if retries is None else retries,
+        search_window=DEFAULT_WINDOW if search_window is None else search_window,
+        max_probes=DEFAULT_MAX_PROBES if max_probes is None else max_probes)
 
 
 def report(*inputs: ModuleLike, output: str | Path | None = None, force: bool = False,

@@ -23,6 +23,7 @@ from hloscope.sweep.core import run_sweep_folder
 from hloscope.sweep.executors import LOCAL_SLOTS, ExecutorSpec
 from hloscope.sweep.grid import Grid
 from hloscope.sweep.scheduler import DEFAULT_RETRIES
+from hloscope.sweep.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 
 
 @click.command("sweep")
@@ -31,9 +32,17 @@ from hloscope.sweep.scheduler import DEFAULT_RETRIES
               help="Comma-separated remat variants (see `hloscope build --help`), or all.")
 @target_option
 @click.option("--search", type=click.Choice(["batch"]), default=None,
-              help="Find each variant's largest global batch that fits (by bisection).")
+              help="Find each variant's largest global batch that fits: double, bisect, then "
+                   "compile the steps just above the boundary (fit is not monotonic in batch).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=1 << 16, show_default=True,
               help="Upper limit of --search batch.")
+@click.option("--search-window", type=click.IntRange(min=1), default=DEFAULT_WINDOW,
+              show_default=True, metavar="N",
+              help="--search batch: the N steps above the answer must all be compiled and fail.")
+@click.option("--max-probes", type=click.IntRange(min=1), default=DEFAULT_MAX_PROBES,
+              show_default=True, metavar="N",
+              help="--search batch: at most N compiles per variant (a note says when this "
+                   "stopped a search).")
 @executor_options
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help=f"Compiles at once (default: {LOCAL_SLOTS} locally — a TPU compile takes "
@@ -49,7 +58,8 @@ from hloscope.sweep.scheduler import DEFAULT_RETRIES
               help="Seconds before one compile is abandoned.")
 @format_option
 def command(model: str, config: TransformerConfig, grid: Grid, policies: str, target: str,
-            search: str | None, max_batch: int, executor: ExecutorSpec, jobs: int | None,
+            search: str | None, max_batch: int, search_window: int, max_probes: int,
+            executor: ExecutorSpec, jobs: int | None,
             retries: int, folder: Path | None, force: bool, cache_root: Path | None,
             timeout: float, fmt: str) -> int:
     """Compile remat variants of a built-in transformer for TARGET in worker processes (or Ray
@@ -60,7 +70,8 @@ def command(model: str, config: TransformerConfig, grid: Grid, policies: str, ta
     (or interrupted) sweep compiles only what is missing. Exit status 1 when nothing fits.
     """
     request = sweep_request(model, policies, target, folder, config, grid, search == "batch",
-                            max_batch, executor, jobs, retries, cache_root, timeout)
+                            max_batch, executor, jobs, retries, cache_root, timeout,
+                            search_window=search_window, max_probes=max_probes)
     progress = SweepProgress(len(request.cases()))
     try:
         result = run_sweep_folder(request, force, progress)
