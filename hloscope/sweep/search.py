@@ -21,14 +21,13 @@ It ends when `max_batch` fits, when no rule asks for a batch, when a compile giv
 repeat at every batch) or after `max_probes` compiles. **Guarantee** (unless the budget or a
 missing verdict stopped it, which `end` says): the answer b fits, and every multiple of `step`
 in (b, b + window*step] up to max_batch was compiled and does not fit, as does every other
-batch above b that was compiled. A larger fitting batch can only lie above b + window*step,
-beyond `window` consecutive failures, outside every bracket the search tested; with nothing
-fitting, the `window` smallest multiples of `step` were all compiled and fail.
+batch above b that was compiled. A larger fitting batch can only be an uncompiled one above
+b + window*step, beyond `window` consecutive failures; with nothing fitting, the `window`
+smallest multiples of `step` were all compiled and fail.
 
 Why a window next to the answer rather than every untested step up to the largest batch tried:
 memory grows about linearly with the batch, and the shape-dependent choices of XLA move it by a
-bounded amount, so a fit above a failure is found just above the boundary (DESIGN.md's: one
-step). The bracket above it can be a whole doubling wide (hundreds of steps when the step is
+bounded amount, so a fit above a failure lies just above the boundary (DESIGN.md's: one step). The bracket above it can be a whole doubling wide (hundreds of steps when the step is
 fine), where such a fit would need XLA to save a large fraction of the memory. The window costs
 little: its probes are mostly failures, and a compile that runs out of memory fails early (4-20
 s for Llama 70B, against 2-10 min for one that fits; DESIGN.md). A monotonic search pays
