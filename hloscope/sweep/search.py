@@ -27,11 +27,12 @@ smallest multiples of `step` were all compiled and fail.
 
 Why a window next to the answer rather than every untested step up to the largest batch tried:
 memory grows about linearly with the batch, and the shape-dependent choices of XLA move it by a
-bounded amount, so a fit above a failure lies just above the boundary (DESIGN.md's: one step). The bracket above it can be a whole doubling wide (hundreds of steps when the step is
-fine), where such a fit would need XLA to save a large fraction of the memory. The window costs
-little: its probes are mostly failures, and a compile that runs out of memory fails early (4-20
-s for Llama 70B, against 2-10 min for one that fits; DESIGN.md). A monotonic search pays
-`window` - 1 extra compiles at most, and none when the window was tested on the way.
+bounded amount, so a fit above a failure lies just above the boundary (DESIGN.md's: one step).
+The bracket above it can be a whole doubling wide (hundreds of steps when the step is fine),
+where such a fit would need XLA to save a large fraction of the memory. The window costs little:
+its probes are mostly failures, and a compile that runs out of memory fails early (4-20 s for
+Llama 70B, against 2-10 min for one that fits; DESIGN.md). A monotonic search pays `window` - 1
+extra compiles at most, and none when the window was tested on the way.
 """
 from __future__ import annotations
 
