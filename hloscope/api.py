@@ -250,20 +250,23 @@ def sweep(model: str = "tiny", policies: str = "all", target: str = "cpu",
           retries: int | None = None, cache: str | Path | None = None, timeout: float = 3600.0,
           force: bool = False, listener: SweepListener | None = None,
           num_slices: int | None = None, allow_any_topology: bool = False,
-          xla_flags: Sequence[str] = (), **overrides: Any) -> SweepResult:
+          xla_flags: Sequence[str] = (), search_window: int | None = None,
+          max_probes: int | None = None, **overrides: Any) -> SweepResult:
     """Compiles the remat variants `policies` ("all" or a comma-separated list) of a built-in
     transformer (`model` with config `overrides`, or a whole `config`) for `target` and ranks
     them; the winner (`result.winner`) is the fastest that fits. `output` is a folder for
     sweep.json and every variant's build folder (refused when not empty, unless `force`);
     `cache` a build cache (one of the two is needed); `grid` sweeps several batch and sequence
-    lengths, `search_batch` finds each variant's largest batch that fits. `num_slices`,
-    `allow_any_topology` and `xla_flags` as in `build`."""
+    lengths, `search_batch` finds each variant's largest batch that fits (`search_window` steps
+    above it compiled and failing, at most `max_probes` compiles; `hloscope.sweep.search`).
+    `num_slices`, `allow_any_topology` and `xla_flags` as in `build`."""
     from hloscope.sweep.core import run_sweep_folder
 
     request = sweep_request(model, policies, target, output, config, grid, search_batch,
                             max_batch, executor, jobs, retries, cache, timeout,
                             num_slices=num_slices, allow_any_topology=allow_any_topology,
-                            xla_flags=xla_flags, **overrides)
+                            xla_flags=xla_flags, search_window=search_window,
+                            max_probes=max_probes, **overrides)
     return run_sweep_folder(request, force, listener)
 
 
@@ -274,13 +277,15 @@ def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu
                   jobs: int | None = None, retries: int | None = None,
                   cache: str | Path | None = None, timeout: float = 3600.0,
                   num_slices: int | None = None, allow_any_topology: bool = False,
-                  xla_flags: Sequence[str] = (), **overrides: Any) -> SweepRequest:
+                  xla_flags: Sequence[str] = (), search_window: int | None = None,
+                  max_probes: int | None = None, **overrides: Any) -> SweepRequest:
     """What `sweep` runs, from its arguments (the CLI builds its request here too)."""
     from hloscope.spec.policies import parse_variants
     from hloscope.spec.presets import preset_config
     from hloscope.sweep.core import SweepRequest
     from hloscope.sweep.executors import ExecutorSpec
     from hloscope.sweep.scheduler import DEFAULT_RETRIES
+    from hloscope.sweep.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 
     config = config or preset_config(model, **overrides)
     return SweepRequest(
@@ -290,7 +295,9 @@ def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu
         max_batch=max_batch, cache_root=None if cache is None else Path(cache),
         out_dir=None if output is None else Path(output), timeout=timeout, grid=grid,
         executor=executor or ExecutorSpec(),
-        retries=DEFAULT_RETRIES if retries is None else retries)
+        retries=DEFAULT_RETRIES if retries is None else retries,
+        search_window=DEFAULT_WINDOW if search_window is None else search_window,
+        max_probes=DEFAULT_MAX_PROBES if max_probes is None else max_probes)
 
 
 def _target_spec(target: str, num_slices: int | None, allow_any_topology: bool) -> str:

@@ -25,6 +25,7 @@ from hloscope.sweep.core import run_sweep_folder
 from hloscope.sweep.executors import LOCAL_SLOTS, ExecutorSpec
 from hloscope.sweep.grid import Grid
 from hloscope.sweep.scheduler import DEFAULT_RETRIES
+from hloscope.sweep.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 
 
 @click.command("sweep")
@@ -35,9 +36,17 @@ from hloscope.sweep.scheduler import DEFAULT_RETRIES
                    f"{POLICY_HELP}")
 @target_option
 @click.option("--search", type=click.Choice(["batch"]), default=None,
-              help="Find each variant's largest global batch that fits (by bisection).")
+              help="Find each variant's largest global batch that fits: double, bisect, then "
+                   "compile the steps just above the boundary (fit is not monotonic in batch).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=1 << 16, show_default=True,
               help="Upper limit of --search batch.")
+@click.option("--search-window", type=click.IntRange(min=1), default=DEFAULT_WINDOW,
+              show_default=True, metavar="N",
+              help="--search batch: the N steps above the answer must all be compiled and fail.")
+@click.option("--max-probes", type=click.IntRange(min=1), default=DEFAULT_MAX_PROBES,
+              show_default=True, metavar="N",
+              help="--search batch: at most N compiles per variant (a note says when this "
+                   "stopped a search).")
 @executor_options
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help=f"Compiles at once (default: {LOCAL_SLOTS} locally — a TPU compile takes "
@@ -54,6 +63,7 @@ from hloscope.sweep.scheduler import DEFAULT_RETRIES
 @format_option
 def command(model: str, config: TransformerConfig, grid: Grid, policies: str, target: str,
             xla_flags: tuple[str, ...], search: str | None, max_batch: int,
+            search_window: int, max_probes: int,
             executor: ExecutorSpec, jobs: int | None,
             retries: int, folder: Path | None, force: bool, cache_root: Path | None,
             timeout: float, fmt: str) -> int:
@@ -66,7 +76,8 @@ def command(model: str, config: TransformerConfig, grid: Grid, policies: str, ta
     """
     request = sweep_request(model, policies, target, folder, config, grid, search == "batch",
                             max_batch, executor, jobs, retries, cache_root, timeout,
-                            xla_flags=xla_flags)
+                            xla_flags=xla_flags, search_window=search_window,
+                            max_probes=max_probes)
     progress = SweepProgress(len(request.cases()))
     try:
         result = run_sweep_folder(request, force, progress)

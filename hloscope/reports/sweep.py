@@ -48,8 +48,8 @@ def _summary(data: dict[str, Any]) -> list:
     config = data["config"]
     winner_row = next((row for row in data["variants"] if row["variant"] == data["winner"]), None)
     grid = data["grid"]
-    batch = "searched (largest that fits, per variant)" if data["search"] else _listed(
-        grid["batch"])
+    batch = (f"searched (largest that fits, per variant), in steps of {data['batch_step']}"
+             if data["search"] else _listed(grid["batch"]))
     return [
         ("model", f"{data['model']}: {data['parameters']:,} parameters, {config['n_layers']} "
                   f"layers, d_model {config['d_model']}, seq {_listed(grid['seq_len'])}"),
@@ -101,6 +101,14 @@ def _notes(result: SweepResult, data: dict[str, Any]) -> list[str]:
     notes.append("est. step: roofline per device, max(FLOPs / peak, HBM bytes / bandwidth) + "
                  "collective bytes / interconnect + host transfers / host link; '>=' marks a "
                  "lower bound (a device figure is unknown).")
+    if data["search"]:
+        window = data["search_window"]
+        notes.append(f"batch search: multiples of {data['batch_step']} (a batch splits evenly "
+                     "over the mesh axes that shard it), doubling, bisecting, then compiling "
+                     f"the {window} steps above the boundary, since libtpu's fit is not "
+                     "monotonic in batch. Where a search ends at its boundary the answer fits "
+                     f"and those {window} steps do not; a larger fit could only lie beyond "
+                     f"{window} consecutive failures.")
     notes += _disagreements(data["variants"])
     failed = [row for row in data["variants"] if row["analysis_error"]]
     notes += [f"{row['variant']}: hloscope could not analyse the program: "

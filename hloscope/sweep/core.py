@@ -1,7 +1,7 @@
 """`hloscope sweep`: compile remat variants on an executor, analyse them, rank them (no jax).
 
 A sweep is a set of cases — every variant at every grid point (`grid`) — each with a batch plan
-(one fixed batch, or `--search batch`'s bisection). `scheduler.Scheduler` runs the plans'
+(one fixed batch, or `--search batch`'s search: `search`). `scheduler.Scheduler` runs the plans'
 compiles on an executor (`executors`: fresh local worker processes, or Ray tasks), retries
 compiles whose worker died, and reports progress to a `SweepListener`. Every worker builds
 through the shared content-addressed cache (`cache.BuildCache`: the same key is never compiled
@@ -32,7 +32,14 @@ from hloscope.sweep.grid import Case, Grid, sweep_cases
 from hloscope.sweep.ranking import Verdict, rank_variants
 from hloscope.sweep.rows import VariantOutcome, variant_row
 from hloscope.sweep.scheduler import DEFAULT_RETRIES, Plan, Scheduler, SweepListener
-from hloscope.sweep.search import BatchSearch, FixedBatch
+from hloscope.sweep.search import (
+    DEFAULT_MAX_PROBES,
+    DEFAULT_WINDOW,
+    END_BUDGET,
+    END_NO_VERDICT,
+    BatchSearch,
+    FixedBatch,
+)
 from hloscope.sweep.tasks import CompileTask, TaskOutcome
 from hloscope.sweep.transfer import Probe
 from hloscope.workloads.build import BuildSpec, prepare_folder
@@ -57,11 +64,24 @@ class SweepRequest:
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     retries: int = DEFAULT_RETRIES
     flags: CompileFlags = field(default_factory=CompileFlags)  # user and environment XLA flags
+    search_window: int = DEFAULT_WINDOW  # --search batch: failures required above the answer
+    max_probes: int = DEFAULT_MAX_PROBES  # --search batch: compiles per case at most
 
     @property
     def data_parallel(self) -> int:
         """Ways the batch is split (every device the tensor axis leaves, on any mesh)."""
         return parse_target(self.target).num_devices // self.base.tensor_parallel
+
+    @property
+    def batch_step(self) -> int:
+        """The finest legal step of a global batch: it must split evenly over the mesh axes
+        that shard it, and each micro-batch of gradient accumulation must too. The batch is
+        sharded over every device tensor parallelism leaves (`data`, or `data` x `fsdp` on a
+        multislice mesh, whose `data` is DCN data x ICI data), so no mesh here allows a step
+        finer than `data_parallel`; splitting it over fewer axes would replicate activations,
+        and padding it would compile the padded batch."""
+        # micro_batches comes with gradient accumulation; configs without it have one
+        return self.data_parallel * getattr(self.base, "micro_batches", 1)
 
     @property
     def sweep_grid(self) -> Grid:
@@ -100,12 +120,20 @@ class SweepResult:
             "num_slices": target.num_slices, "target_description": target.describe(),
             "flags": request.flags.to_dict(),
             "config": request.base.to_dict(), "parameters": param_count(request.base),
-            "search": "batch" if request.search_batch else None, "winner": self.winner,
+            "search": "batch" if request.search_batch else None, **_search_settings(request),
+            "winner": self.winner,
             "grid": {"seq_len": list(grid.seq_lens), "batch": list(grid.batches)},
             "variants": self.rows(), "compiles": self.compiles, "cache_hits": self.cache_hits,
             "executor": request.executor.kind, "retries": request.retries,
             "retried": self.retried, "wall_seconds": self.wall_seconds, "notes": self.notes,
         }
+
+
+def _search_settings(request: SweepRequest) -> dict[str, int | None]:
+    searching = request.search_batch
+    return {"batch_step": request.batch_step if searching else None,
+            "search_window": request.search_window if searching else None,
+            "max_probes": request.max_probes if searching else None}
 
 
 def run_sweep_folder(request: SweepRequest, force: bool = False,
@@ -132,6 +160,8 @@ def validate(request: SweepRequest) -> None:
         raise UsageError("without the cache a sweep needs an output folder (-o DIR)")
     if request.jobs is not None and request.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if request.search_batch:
+        _validate_search(request)
     uneven = [b for b in grid.batches if b % request.data_parallel]
     if not request.search_batch and uneven:
         raise UsageError(f"batch {uneven[0]} does not split over the "
@@ -140,9 +170,18 @@ def validate(request: SweepRequest) -> None:
         request.spec(case, case.point.batch).mesh()  # a mesh the target's devices cannot form
 
 
+def _validate_search(request: SweepRequest) -> None:
+    if request.max_batch < request.batch_step:
+        raise UsageError(f"--max-batch {request.max_batch} is below the smallest batch that "
+                         f"splits over the mesh ({request.batch_step})")
+    if request.search_window < 1 or request.max_probes < 1:
+        raise UsageError("--search-window and --max-probes must be at least 1")
+
+
 def plan_for(request: SweepRequest, case: Case) -> Plan:
     if request.search_batch:
-        return BatchSearch(case.point.batch, request.data_parallel, request.max_batch)
+        return BatchSearch(case.point.batch, request.batch_step, request.max_batch,
+                           request.search_window, request.max_probes)
     return FixedBatch(case.point.batch)
 
 
@@ -218,7 +257,9 @@ def _variant_outcome(request: SweepRequest, case: Case, plan: Plan,
                           representative.cache_hit, list(plan.probes),
                           attempts=representative.attempts, lost=representative.lost,
                           largest_fitting_batch=search.largest if search else None,
-                          smallest_failing_batch=search.smallest_failing if search else None)
+                          smallest_failing_batch=search.smallest_failing if search else None,
+                          non_monotonic=search.non_monotonic if search else [],
+                          search_end=search.end if search else None)
 
 
 def _export(request: SweepRequest, case: Case, outcomes: list[TaskOutcome],
@@ -245,4 +286,23 @@ def _notes(request: SweepRequest, outcomes: list[VariantOutcome]) -> list[str]:
               for o in outcomes if o.attempts > 1 and o.figures.status != "crash"]
     notes += [f"{o.variant}: failed after {o.attempts} attempts; log: {o.folder}/{LOG_FILE}"
               for o in outcomes if o.figures.status == "crash"]
+    return notes + [note for o in outcomes for note in _search_notes(request, o)]
+
+
+def _search_notes(request: SweepRequest, outcome: VariantOutcome) -> list[str]:
+    """Where fit was not monotonic in batch, and searches that ended before their guarantee."""
+    notes = []
+    if outcome.non_monotonic:
+        pairs = "; ".join(f"{fails} does not fit but {fits} does"
+                          for fails, fits in outcome.non_monotonic)
+        notes.append(f"{outcome.variant}: fit is not monotonic in batch: {pairs}")
+    found = outcome.largest_fitting_batch
+    best = "nothing fits" if found is None else f"{found} is the largest fit found"
+    if outcome.search_end == END_BUDGET:
+        notes.append(f"{outcome.variant}: the batch search stopped after --max-probes "
+                     f"{request.max_probes} compiles; {best}, the steps above it not all compiled")
+    if outcome.search_end == END_NO_VERDICT:
+        broken = next(p for p in outcome.probes if p.fits is None)
+        notes.append(f"{outcome.variant}: the batch search stopped: the compile at batch "
+                     f"{broken.batch} gave no verdict ({broken.status}); {best}")
     return notes

@@ -26,7 +26,9 @@ class VariantOutcome:
     attempts: int = 1
     lost: tuple[str, ...] = ()  # why each earlier attempt was lost
     largest_fitting_batch: int | None = None
-    smallest_failing_batch: int | None = None
+    smallest_failing_batch: int | None = None  # the smallest above the largest fitting one
+    non_monotonic: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    search_end: str | None = None  # why the batch search ended (search.END_*)
 
 
 def variant_row(outcome: VariantOutcome, verdict: Verdict) -> dict[str, Any]:
@@ -56,6 +58,8 @@ def variant_row(outcome: VariantOutcome, verdict: Verdict) -> dict[str, Any]:
         "gpu_remat_warning": figures.gpu_remat_warning,
         "largest_fitting_batch": outcome.largest_fitting_batch,
         "smallest_failing_batch": outcome.smallest_failing_batch,
+        "non_monotonic": [list(pair) for pair in outcome.non_monotonic],
+        "search_end": outcome.search_end,
         "probes": [dataclasses.asdict(probe) for probe in outcome.probes],
     }
 
