@@ -188,7 +188,9 @@ def build(output: str | Path, model: str = "tiny", policy: str = "none", target:
 
     config = config or preset_config(model, **overrides)
     variant = parse_variant(policy, config)
-    spec = BuildSpec(model, variant.name, parse_target(target).spec, variant.apply(config))
+    parsed = parse_target(target)
+    config.check_placement(parsed.backend, parsed.num_devices // config.tensor_parallel)
+    spec = BuildSpec(model, variant.name, parsed.spec, variant.apply(config))
     folder = Path(output)
     prepare_folder(folder, force)
     built, cached = build_into(spec, folder, None if cache is None else Path(cache), timeout)

@@ -131,7 +131,10 @@ def validate(request: SweepRequest) -> None:
         raise UsageError(f"batch {uneven[0]} does not split over the "
                          f"{request.data_parallel}-way data axis of {target.spec}")
     for case in request.cases():  # e.g. a sequence length the positions cannot take
-        case.config(request.base, case.point.batch)
+        config = case.config(request.base, case.point.batch)
+        # Splash off TPU; micro-batches that do not divide (a search picks its own batches).
+        config.check_placement(target.backend,
+                               0 if request.search_batch else request.data_parallel)
 
 
 def plan_for(request: SweepRequest, case: Case) -> Plan:
