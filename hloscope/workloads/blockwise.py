@@ -127,6 +127,20 @@ def _per_row(stat: jax.Array) -> jax.Array:
     return jnp.moveaxis(stat, -1, 1)[..., None]
 
 
+@functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.nothing_saveable,
+                   static_argnums=(3,))
+def _opaque_forward(q: jax.Array, k: jax.Array, v: jax.Array,
+                    blocks: Blocks) -> tuple[jax.Array, jax.Array]:
+    """`_flash_forward` kept whole when an enclosing scan is differentiated.
+
+    Inside a differentiated `lax.scan` (the layer stack) JAX hoists the loop-invariant part of
+    the body out of the loop; for the pair scan that part is each pair's causal mask broadcast
+    to the block's score shape, stacked over the pairs: [pairs, b, kv, g, q_block, kv_block],
+    as large as the scores we avoid. Under `jax.checkpoint` with nothing saveable no such
+    residual is kept, and nothing is recomputed either (the forward is primal-only)."""
+    return _flash_forward(q, k, v, blocks)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
 def _flash(q: jax.Array, k: jax.Array, v: jax.Array, blocks: Blocks) -> jax.Array:
     return _flash_forward(q, k, v, blocks)[0]
@@ -134,7 +148,7 @@ def _flash(q: jax.Array, k: jax.Array, v: jax.Array, blocks: Blocks) -> jax.Arra
 
 def _flash_fwd(q: jax.Array, k: jax.Array, v: jax.Array,
                blocks: Blocks) -> tuple[jax.Array, tuple[jax.Array, ...]]:
-    out, lse = _flash_forward(q, k, v, blocks)
+    out, lse = _opaque_forward(q, k, v, blocks)
     return out, (q, k, v, out, lse)
 
 
