@@ -206,10 +206,7 @@ def blockwise_cross_entropy(x: jax.Array, targets: jax.Array, weight: jax.Array,
 
     @functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.nothing_saveable)
     def chunk_loss(x_chunk: jax.Array, t_chunk: jax.Array, weight: jax.Array) -> jax.Array:
-        if tied:
-            logits = jnp.einsum("bsh,vh->bsv", x_chunk, weight)
-        else:
-            logits = x_chunk @ weight
+        logits = jnp.einsum("bsh,vh->bsv", x_chunk, weight) if tied else x_chunk @ weight
         logits = logits.astype(jnp.float32)
         picked = jnp.take_along_axis(logits, t_chunk[..., None], axis=-1)[..., 0]
         return (jax.nn.logsumexp(logits, axis=-1) - picked).sum()
