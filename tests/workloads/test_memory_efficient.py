@@ -344,3 +344,33 @@ def test_splash_blockwise_loss_and_micro_batches_compile_for_tpu(tmp_path: Path)
 
     assert f'custom_call_target="{KERNEL_TARGET}"' in text
     assert text.count(" while(") >= 3  # micro-batches, layers, loss chunks
+
+
+@needs_jax
+@pytest.mark.parametrize("remat", ["none", pytest.param("full", marks=pytest.mark.slow)])
+def test_blockwise_attention_matmul_flops_follow_the_closed_form(remat: str) -> None:
+    """hloscope's dot FLOPs (trip counts applied) of the compiled CPU step, plain minus
+    blockwise, equal the closed form of the attention matmuls alone: per layer plain does
+    4·b·s²·h forward and twice that backward; blockwise visits (n+1)/(2n) of the blocks
+    forward and does 5/2 of its forward backward (the scores again, dV, dP, dQ, dK); full remat
+    adds one more forward of each."""
+    import jax
+
+    from hloscope.api import flops
+    from hloscope.workloads.transformer import abstract_batch, abstract_state, train_step_fn
+
+    base = dataclasses.replace(LLAMA, d_model=128, seq_len=512, batch=2, attention_q_block=128,
+                               attention_kv_block=128, remat=remat)
+
+    def dot_flops(config: TransformerConfig) -> int:
+        text = jax.jit(train_step_fn(config)).lower(
+            abstract_state(config), abstract_batch(config)).compile().as_text()
+        return next(row.flops for row in flops(text).rows("opcode") if row.key == "dot")
+
+    b, s, h, n = base.batch, base.seq_len, base.d_model, base.seq_len // 128
+    forward = 4 * b * s * s * h
+    blockwise_forward = forward * (n + 1) // (2 * n)
+    recomputed = 1 if remat == "full" else 0
+    per_layer = (3 + recomputed) * forward - (7 / 2 + recomputed) * blockwise_forward
+    difference = dot_flops(base) - dot_flops(dataclasses.replace(base, attention="blockwise"))
+    assert difference == base.n_layers * per_layer
