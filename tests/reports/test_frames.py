@@ -12,7 +12,7 @@ import hloscope
 from hloscope.frames import DataFrames, register_tables, result_tables, tables_factory
 from hloscope.reports.report import Column, Quantity, Table
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # tests/reports/ -> the repository
 
 
 @dataclass

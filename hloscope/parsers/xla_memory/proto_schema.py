@@ -2,8 +2,8 @@
 at runtime with protobuf's descriptor_pb2 (no generated `_pb2` modules, no TensorFlow).
 
 Field numbers and types are XLA's, checked against the descriptors embedded in jaxlib 0.10.2
-(`tests/parsers/test_xla_memory_proto.py` compares every field declared here with them when jaxlib is
-installed). Fields not declared are skipped by the parser, so newer XLA protos still read.
+(`tests/parsers/test_xla_memory_proto.py` compares every field declared here with them when
+jaxlib is installed). Fields not declared are skipped by the parser, so newer XLA protos still read.
 Notable numbers: HloProto.buffer_assignment = 3 (2 is reserved); BufferAllocationProto's
 is_parameter_aliased_with_output = 13 and Assigned.element_type = 4, and BufferAssignmentProto's
 peak_buffers = 5 are newer than the hlo.proto of most public XLA copies; LogicalBufferProto's
