@@ -208,13 +208,16 @@ def build(output: str | Path, model: str = "tiny", policy: str = "none", target:
     from hloscope.loader.build import load_build
     from hloscope.spec.policies import parse_variant
     from hloscope.spec.presets import preset_config
+    from hloscope.spec.targets import parse_target
     from hloscope.workloads.build import BuildSpec, prepare_folder
     from hloscope.workloads.cache import build_into
 
     config = config or preset_config(model, **overrides)
     variant = parse_variant(policy, config)
-    spec = BuildSpec(model, variant.name, _target_spec(target, num_slices, allow_any_topology),
-                     variant.apply(config), flags=_compile_flags(xla_flags))
+    parsed = parse_target(_target_spec(target, num_slices, allow_any_topology))
+    config.check_placement(parsed.backend, parsed.num_devices // config.tensor_parallel)
+    spec = BuildSpec(model, variant.name, parsed.spec, variant.apply(config),
+                     flags=_compile_flags(xla_flags))
     spec.mesh()
     folder = Path(output)
     prepare_folder(folder, force)

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_names
-from hloscope.spec.config import DTYPES, TransformerConfig
+from hloscope.spec.config import ATTENTIONS, DTYPES, LOSSES, TransformerConfig
 from hloscope.spec.presets import preset_config, preset_names
 from hloscope.spec.targets import EXAMPLES, target_spec
 from hloscope.sweep.executor_base import EXECUTORS, ExecutorSpec
@@ -54,6 +54,7 @@ def _model_options(command: CommandFunction, grid: bool) -> CommandFunction:
     def collected(*args: Any, model: str, param_dtype: str | None, compute_dtype: str | None,
                   fsdp: bool | None, scan: bool | None, **kwargs: Any) -> Any:
         overrides = {field: kwargs.pop(field) for _, field, _ in _OVERRIDES}
+        overrides.update({field: kwargs.pop(field) for field in _MEMORY_FIELDS})
         lists = _grid_lists(overrides) if grid else {}
         config = model_config(model, param_dtype=param_dtype, compute_dtype=compute_dtype,
                               fsdp=fsdp, scan_layers=scan, **overrides)
@@ -63,6 +64,7 @@ def _model_options(command: CommandFunction, grid: bool) -> CommandFunction:
         return command(*args, model=model, config=config, **kwargs)
 
     options = [
+        *_memory_options(),
         click.option("--scan/--unrolled", "scan", default=None,
                      help="Scan over layers or unroll them (default: the preset's)."),
         click.option("--fsdp/--no-fsdp", default=None,
@@ -79,6 +81,36 @@ def _model_options(command: CommandFunction, grid: bool) -> CommandFunction:
     for option in options:
         collected = option(collected)
     return collected  # type: ignore[return-value]
+
+
+# Memory-efficient model options (issue 16): attention, loss, gradient accumulation.
+_MEMORY_FIELDS = ("attention", "attention_q_block", "attention_kv_block", "loss", "loss_chunk",
+                  "micro_batches")
+
+
+def _memory_options() -> list[Callable[[Any], Any]]:
+    """--attention, its block sizes, --loss, --loss-chunk, --micro-batches (preset defaults)."""
+    size = click.IntRange(min=1)
+    return [
+        click.option("--micro-batches", "micro_batches", type=size, default=None, metavar="K",
+                     help="Gradient accumulation: a scan over K micro-batches, one optimizer "
+                          "update; K must divide each data-parallel shard's batch (default 1)."),
+        click.option("--loss-chunk", "loss_chunk", type=size, default=None, metavar="N",
+                     help="Positions per chunk of the blockwise loss; must divide --seq "
+                          "(default gcd(1024, seq))."),
+        click.option("--loss", "loss", type=click.Choice(LOSSES), default=None,
+                     help="Cross-entropy: plain (full [b, s, vocab] logits) or blockwise "
+                          "(chunks over the sequence) (default: the preset's)."),
+        click.option("--attention-kv-block", "attention_kv_block", type=size, default=None,
+                     metavar="N", help="Key/value block of blockwise/splash attention; must "
+                                       "divide --seq (default gcd(512, seq))."),
+        click.option("--attention-q-block", "attention_q_block", type=size, default=None,
+                     metavar="N", help="Query block of blockwise/splash attention; must divide "
+                                       "--seq (default gcd(512, seq))."),
+        click.option("--attention", "attention", type=click.Choice(ATTENTIONS), default=None,
+                     help="plain ([b, h, s, s] scores), blockwise (flash-style, pure JAX, every "
+                          "target) or splash (Pallas TPU kernel) (default: the preset's)."),
+    ]
 
 
 def _grid_lists(overrides: dict[str, Any]) -> dict[str, tuple[int, ...]]:

@@ -19,9 +19,37 @@ Program options live here too, because they change the compiled program: `scan_l
 remat policy (`remat`, with `remat_block` for a nested "checkpointing scan" and `remat_layers` for
 partial remat of the first N layers) and the sharding (`tensor_parallel`, `fsdp`, and for a
 multislice mesh `dcn_data_parallel` / `ici_fsdp_parallel`: `hloscope.spec.mesh`).
+
+Memory-efficient options (what a run at scale uses; fields in their own block of the class):
+
+- `attention`: `plain` materialises the [batch, heads, seq, seq] scores; `blockwise` is
+  flash-style attention in pure JAX (online softmax over key blocks of `attention_kv_block`
+  tokens for query blocks of `attention_q_block`, fully-future blocks skipped, a backward that
+  recomputes each block's scores from the saved log-sum-exp), so it compiles for every target;
+  `splash` is JAX's Pallas TPU kernel (`splash_attention`), TPU only.
+- `loss`: `plain` materialises the [batch, seq, vocab] logits; `blockwise` scans over chunks of
+  `loss_chunk` positions, each chunk's logits recomputed in the backward pass.
+- `micro_batches` K: gradient accumulation, a scan over K micro-batches of the global batch
+  (fp32 gradient sums, one optimizer update); K must divide each data-parallel shard's batch.
+
+Defaults. The fields default to the plain program (plain attention, plain loss, one
+micro-batch), and so do the `tiny`, `gpt2-small` and `llama-1b` presets: the committed fixtures
+(fixtures/make_fixtures.py, from `tiny`) and the tests that compare live compiles with them stay
+valid, and the small presets are where the plain program is the one worth reading. The at-scale
+presets (`llama-8b`, `llama-70b`) default to blockwise attention and the blockwise loss, as the
+runs they model do: MaxText's default attention is `flash` (the Pallas splash kernel on TPU) and
+Levanter's is splash on TPU and its blockwise JAX flash attention elsewhere; at a 128k
+vocabulary the full logits of a few 4096-token sequences are several GiB per device, which
+those runs avoid with a blockwise loss (Levanter's `cross_entropy_block_size`, MaxText's
+`num_vocab_tiling`). The at-scale default is the pure-JAX `blockwise` rather than `splash` so a
+preset compiles for every target; XLA's cost analysis also counts a Pallas custom call as 0
+FLOPs. Block sizes left unset are `gcd(DEFAULT, seq_len)`: the default when it divides the
+sequence, the sequence when it is shorter (and a divisor), a common divisor otherwise, so a
+sweep over sequence lengths never needs them; set ones must divide `seq_len`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -55,6 +83,10 @@ BLOCK_REMAT_POLICIES = (*CARRY_OFFLOAD_POLICIES, *RECOMPUTE_POLICIES)
 """Policies defined on the built-in block's names (not usable on an arbitrary function)."""
 # --- end of the block-name remat families ---
 
+ATTENTIONS = ("plain", "blockwise", "splash")
+LOSSES = ("plain", "blockwise")
+DEFAULT_ATTENTION_BLOCK = 512  # query and key block (tokens) when unset
+DEFAULT_LOSS_CHUNK = 1024  # positions per loss chunk when unset
 DTYPES = ("float32", "bfloat16", "float16")
 NORMS = ("layernorm", "rmsnorm")
 ACTIVATIONS = ("gelu", "swiglu")
@@ -108,6 +140,13 @@ class TransformerConfig:
     # mesh: data parallelism across slices over DCN, FSDP and tensor parallelism over ICI.
     dcn_data_parallel: int | None = None  # ways across slices; None: one per slice
     ici_fsdp_parallel: int | None = None  # FSDP ways inside a slice; None: all it can (fsdp) or 1
+    # Memory-efficient model options (see the module docstring for the defaults' reasons).
+    attention: str = "plain"  # plain | blockwise | splash
+    attention_q_block: int | None = None  # None: gcd(DEFAULT_ATTENTION_BLOCK, seq_len)
+    attention_kv_block: int | None = None  # None: gcd(DEFAULT_ATTENTION_BLOCK, seq_len)
+    loss: str = "plain"  # plain | blockwise
+    loss_chunk: int | None = None  # None: gcd(DEFAULT_LOSS_CHUNK, seq_len)
+    micro_batches: int = 1  # gradient accumulation steps per optimizer update
 
     def __post_init__(self) -> None:
         _check_choice("remat", self.remat, (*REMAT_POLICIES, *BLOCK_REMAT_POLICIES))
@@ -123,6 +162,7 @@ class TransformerConfig:
         self._check_heads()
         self._check_remat_options()
         self._check_mesh_options()
+        self._check_memory_options()
 
     def _check_heads(self) -> None:
         if self.d_model % self.n_heads:
@@ -154,6 +194,49 @@ class TransformerConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UsageError(f"{name} must be positive, not {value}")
+
+    def _check_memory_options(self) -> None:
+        _check_choice("attention", self.attention, ATTENTIONS)
+        _check_choice("loss", self.loss, LOSSES)
+        for name in ("attention_q_block", "attention_kv_block", "loss_chunk"):
+            size = getattr(self, name)
+            if size is not None and (size < 1 or self.seq_len % size):
+                raise UsageError(f"{name} {size} does not divide the sequence length "
+                                 f"{self.seq_len}")
+        if self.micro_batches < 1 or self.batch % self.micro_batches:
+            raise UsageError(f"{self.micro_batches} micro-batches do not divide the batch "
+                             f"{self.batch}; divisors: {_divisors_text(self.batch)}")
+
+    def check_placement(self, backend: str, data_shards: int) -> None:
+        """UsageError for options the target cannot take: splash attention off TPU, or
+        `micro_batches` not dividing the batch of each of `data_shards` data-parallel shards
+        (micro-batches are split over the same devices as the batch)."""
+        if self.attention == "splash" and backend != "tpu":
+            raise UsageError(f"splash attention is a TPU kernel; for {backend} use "
+                             "--attention blockwise")
+        if data_shards < 1 or self.batch % data_shards:
+            return  # the batch does not split at all: said where the batch is checked
+        local = self.batch // data_shards
+        if local % self.micro_batches:
+            raise UsageError(
+                f"{self.micro_batches} micro-batches do not divide the {local} sequences of "
+                f"each of the {data_shards} data-parallel shards (batch {self.batch}); valid "
+                f"--micro-batches: {_divisors_text(local)}")
+
+    @property
+    def q_block(self) -> int:
+        """Query block of blockwise and splash attention (tokens)."""
+        return self.attention_q_block or math.gcd(DEFAULT_ATTENTION_BLOCK, self.seq_len)
+
+    @property
+    def kv_block(self) -> int:
+        """Key/value block of blockwise and splash attention (tokens)."""
+        return self.attention_kv_block or math.gcd(DEFAULT_ATTENTION_BLOCK, self.seq_len)
+
+    @property
+    def loss_chunk_size(self) -> int:
+        """Positions per chunk of the blockwise loss."""
+        return self.loss_chunk or math.gcd(DEFAULT_LOSS_CHUNK, self.seq_len)
 
     @property
     def kv_heads(self) -> int:
@@ -199,6 +282,10 @@ class TransformerConfig:
 def _check_choice(what: str, value: str, known: tuple[str, ...]) -> None:
     if value not in known:
         raise UsageError(f"unknown {what} {value!r}; known: {', '.join(known)}")
+
+
+def _divisors_text(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
 
 
 def norm_param_count(config: TransformerConfig) -> int:

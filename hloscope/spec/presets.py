@@ -8,10 +8,12 @@ heads, intermediate 8192, vocab 128256, tied embeddings: 1,235,814,400), Llama 3
 / 3.1 share these dimensions (3.1 changes only the rotary scaling, which costs the same).
 
 Training shapes are defaults, not dimensions: the Llama presets use sequences of 2048 tokens, not
-Llama 3's 8192, because this workload's attention materialises [batch, heads, seq, seq] scores
-and its loss the full [batch, seq, vocab] logits, so at 8192 tokens one sequence per device
-needs more than a v5e's HBM under any remat policy. Override with `seq_len` (`--seq`). The Llama
-presets shard parameters and optimizer state (FSDP) and scan over layers by default.
+Llama 3's 8192 (override with `seq_len`, `--seq`); they were chosen when attention materialised
+[batch, heads, seq, seq] scores and the loss the full logits, and are kept so earlier sweeps
+compare. The Llama presets shard parameters and optimizer state (FSDP) and scan over layers by
+default. The at-scale ones (`llama-8b`, `llama-70b`) also default to blockwise attention and the
+blockwise loss, as MaxText and Levanter runs at that scale do; `tiny`, `gpt2-small` and
+`llama-1b` keep the plain program (the fixtures' model is `tiny`): see `config`'s docstring.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from hloscope.spec.config import TransformerConfig
 
 GPT_STYLE: dict[str, Any] = {"norm": "layernorm", "activation": "gelu", "positions": "learned",
                              "tie_embeddings": True, "biases": True}
+AT_SCALE: dict[str, Any] = {"attention": "blockwise", "loss": "blockwise"}
 LLAMA_STYLE: dict[str, Any] = {"norm": "rmsnorm", "activation": "swiglu", "positions": "rotary",
                                "tie_embeddings": False, "biases": False, "rope_theta": 500000.0,
                                "norm_eps": 1e-5, "fsdp": True, "scan_layers": True}
@@ -35,9 +38,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "llama-1b": {**LLAMA_STYLE, "tie_embeddings": True, "d_model": 2048, "n_layers": 16,
                  "n_heads": 32, "n_kv_heads": 8, "d_ff": 8192, "vocab": 128256,
                  "seq_len": 2048, "batch": 16},
-    "llama-8b": {**LLAMA_STYLE, "d_model": 4096, "n_layers": 32, "n_heads": 32, "n_kv_heads": 8,
-                 "d_ff": 14336, "vocab": 128256, "seq_len": 2048, "batch": 16},
-    "llama-70b": {**LLAMA_STYLE, "d_model": 8192, "n_layers": 80, "n_heads": 64,
+    "llama-8b": {**LLAMA_STYLE, **AT_SCALE, "d_model": 4096, "n_layers": 32, "n_heads": 32,
+                 "n_kv_heads": 8, "d_ff": 14336, "vocab": 128256, "seq_len": 2048, "batch": 16},
+    "llama-70b": {**LLAMA_STYLE, **AT_SCALE, "d_model": 8192, "n_layers": 80, "n_heads": 64,
                   "n_kv_heads": 8, "d_ff": 28672, "vocab": 128256, "seq_len": 2048,
                   "batch": 64},
 }

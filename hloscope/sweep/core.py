@@ -168,6 +168,10 @@ def validate(request: SweepRequest) -> None:
                          f"{request.data_parallel}-way data axis of {target.spec}")
     for case in request.cases():  # e.g. a sequence length the positions cannot take
         request.spec(case, case.point.batch).mesh()  # a mesh the target's devices cannot form
+        config = case.config(request.base, case.point.batch)
+        # Splash off TPU; micro-batches that do not divide (a search picks its own batches).
+        config.check_placement(target.backend,
+                               0 if request.search_batch else request.data_parallel)
 
 
 def _validate_search(request: SweepRequest) -> None:

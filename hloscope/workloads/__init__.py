@@ -5,6 +5,8 @@ together). What is compiled is named in `hloscope.spec` (no jax); sweeps are `hl
 
 The model (jax):
     layers.py, remat.py, sharding.py, transformer.py   the train step, built from abstract shapes
+    blockwise.py   flash-style attention and the chunked cross-entropy in pure JAX
+    splash.py      attention with JAX's Pallas TPU kernel (splash attention)
     topology.py    a target's devices and meshes (deviceless TPU/GPU topologies)
     capture.py     `from_jax`: any function compiled and loaded (its folder: formats/capture.py)
 

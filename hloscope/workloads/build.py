@@ -42,6 +42,7 @@ from hloscope.workloads.runner import TRANSFORMER_BUILDER, CompileRequest, compi
 
 MODULE_NAME = "jit_train_step"
 _WORKLOAD_SOURCES = ("spec/config.py", "workloads/transformer.py", "workloads/layers.py",
+                     "workloads/blockwise.py", "workloads/splash.py",
                      "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
                      "workloads/compile_job.py", "spec/targets.py",
                      "workloads/topology.py", "spec/mesh.py", "spec/slices.py",

@@ -6,8 +6,11 @@ Q/K/V projections `qkv`, the attention output before its projection `attn_out`, 
 hidden activation `mlp_hidden`. Names are identities outside `jax.checkpoint`, so they do not
 change a program that does not remat.
 
-Attention is plain softmax attention over the full [batch, heads, seq, seq] scores (no flash or
-blockwise kernel), grouped-query when the model has fewer key/value heads than query heads.
+Attention is grouped-query when the model has fewer key/value heads than query heads, and one of
+three by `config.attention`: `plain` softmax attention over the full [batch, heads, seq, seq]
+scores, `blockwise` flash-style attention in pure JAX (`blockwise`), or the `splash` Pallas TPU
+kernel (`splash`). The `attn_out` name is on the attention output in all three. Blocks take the
+mesh (`mesh`, None outside a sharded program) only for the splash kernel's shard_map.
 This module imports jax: import it only in child processes and tests.
 """
 from __future__ import annotations
@@ -20,6 +23,8 @@ import jax.numpy as jnp
 from jax.ad_checkpoint import checkpoint_name
 
 from hloscope.spec.config import TransformerConfig
+from hloscope.workloads.blockwise import blockwise_attention
+from hloscope.workloads.splash import splash_attention
 
 Tree = Any
 
@@ -86,9 +91,15 @@ def project_qkv(x: jax.Array, p: Tree, config: TransformerConfig) -> tuple[jax.A
     return q, k, v
 
 
-def attend(q: jax.Array, k: jax.Array, v: jax.Array, config: TransformerConfig) -> jax.Array:
+def attend(q: jax.Array, k: jax.Array, v: jax.Array, config: TransformerConfig,
+           mesh: Any = None) -> jax.Array:
     """Causal attention; grouped-query when kv_heads < n_heads. Returns [b, s, heads * d]."""
     batch, seq, heads, dim = q.shape
+    if config.attention == "blockwise":
+        out = blockwise_attention(q, k, v, config.q_block, config.kv_block)
+        return out.reshape(batch, seq, heads * dim)
+    if config.attention == "splash":
+        return splash_attention(q, k, v, config, mesh).reshape(batch, seq, heads * dim)
     scale = math.sqrt(dim)
     if config.kv_heads == heads:
         scores = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32) / scale
@@ -101,11 +112,11 @@ def attend(q: jax.Array, k: jax.Array, v: jax.Array, config: TransformerConfig) 
     return out.reshape(batch, seq, heads * dim)
 
 
-def attention(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
+def attention(x: jax.Array, p: Tree, config: TransformerConfig, mesh: Any = None) -> jax.Array:
     q, k, v = project_qkv(x, p, config)
     if config.positions == "rotary":
         q, k = rotary(q, config.rope_theta), rotary(k, config.rope_theta)
-    out = checkpoint_name(attend(q, k, v, config), "attn_out")
+    out = checkpoint_name(attend(q, k, v, config, mesh), "attn_out")
     return dense(out, p["out"])
 
 
@@ -117,8 +128,9 @@ def mlp(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
     return dense(checkpoint_name(hidden, "mlp_hidden"), p["proj"])
 
 
-def block(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
+def block(x: jax.Array, p: Tree, config: TransformerConfig, mesh: Any = None) -> jax.Array:
     """A pre-norm residual block: x + attention(norm(x)), then + mlp(norm(.)). The norm outputs
     are named `norm1` and `norm2` (config.NORM_NAMES) for llm.c's recompute levels."""
-    x = x + attention(checkpoint_name(norm(x, p["ln1"], config), "norm1"), p["attn"], config)
+    x = x + attention(checkpoint_name(norm(x, p["ln1"], config), "norm1"), p["attn"], config,
+                      mesh)
     return x + mlp(checkpoint_name(norm(x, p["ln2"], config), "norm2"), p["mlp"], config)

@@ -11,7 +11,14 @@ Program structure the analyses rely on:
   scanned layers stack their parameters on a leading axis and run `lax.scan` (a `while` loop in
   HLO) under `named_scope("layers")` (see `remat` for partial and nested layouts);
 - the optimizer update runs under `named_scope("optimizer")`;
-- the state is donated: its outputs alias its inputs.
+- the state is donated: its outputs alias its inputs;
+- with `micro_batches` K > 1 the forward and backward run in a `lax.scan` over K micro-batches
+  (gradient accumulation, fp32 sums averaged; loss the mean of the micro-batches' means, which is
+  the global mean since they are equal) before the one optimizer update. Micro-batch k takes the
+  rows congruent to k mod K, so each data-parallel shard supplies B/(D·K) of its own rows to
+  every micro-batch and no rows move between devices.
+
+The loss is `plain` (full [b, s, vocab] logits) or `blockwise` (`blockwise.py`), by config.
 
 Blocks are GPT- or Llama-style by config (`layers`); sharding is by config (`sharding`). This
 module imports jax at the top: import it only in child processes and tests.
@@ -30,6 +37,7 @@ from jax.sharding import Mesh
 from hloscope.errors import UsageError
 from hloscope.spec.config import TransformerConfig
 from hloscope.workloads import sharding
+from hloscope.workloads.blockwise import blockwise_cross_entropy
 from hloscope.workloads.layers import block, norm
 from hloscope.workloads.remat import layer_groups, run_layers
 
@@ -155,9 +163,9 @@ def abstract_batch(config: TransformerConfig, sharding: Any = None) -> dict[str,
     return {"tokens": token, "targets": token}
 
 
-def forward(params: Tree, tokens: jax.Array, config: TransformerConfig,
-            mesh: Mesh | None = None) -> jax.Array:
-    """Logits [batch, seq, vocab] in the compute dtype."""
+def hidden_states(params: Tree, tokens: jax.Array, config: TransformerConfig,
+                  mesh: Mesh | None = None) -> jax.Array:
+    """The final norm's output [batch, seq, d_model] in the compute dtype."""
     dtype = jnp.dtype(config.compute_dtype)
     embed = params["embed"]
     x = embed["tokens"][tokens]
@@ -166,13 +174,27 @@ def forward(params: Tree, tokens: jax.Array, config: TransformerConfig,
     x = _constrain(x.astype(dtype), mesh, config)
 
     def run_block(x: jax.Array, p: Tree) -> jax.Array:
-        return _constrain(block(x, p, config), mesh, config)
+        return _constrain(block(x, p, config, mesh), mesh, config)
 
     x = run_layers(x, params["layers"], config, run_block)
-    x = norm(x, params["final_norm"], config)
+    return norm(x, params["final_norm"], config)
+
+
+def unembedding(params: Tree, config: TransformerConfig) -> jax.Array:
+    """The output projection in the compute dtype: [vocab, h] when tied, else [h, vocab]."""
+    dtype = jnp.dtype(config.compute_dtype)
     if config.tie_embeddings:
-        return jnp.einsum("bsh,vh->bsv", x, embed["tokens"].astype(dtype))
-    return x @ params["unembed"]["w"].astype(dtype)
+        return params["embed"]["tokens"].astype(dtype)
+    return params["unembed"]["w"].astype(dtype)
+
+
+def forward(params: Tree, tokens: jax.Array, config: TransformerConfig,
+            mesh: Mesh | None = None) -> jax.Array:
+    """Logits [batch, seq, vocab] in the compute dtype."""
+    x = hidden_states(params, tokens, config, mesh)
+    if config.tie_embeddings:
+        return jnp.einsum("bsh,vh->bsv", x, unembedding(params, config))
+    return x @ unembedding(params, config)
 
 
 def _constrain(x: jax.Array, mesh: Mesh | None, config: TransformerConfig) -> jax.Array:
@@ -181,6 +203,11 @@ def _constrain(x: jax.Array, mesh: Mesh | None, config: TransformerConfig) -> ja
 
 def loss_fn(params: Tree, batch: dict[str, jax.Array], config: TransformerConfig,
             mesh: Mesh | None = None) -> jax.Array:
+    """Mean next-token cross-entropy (fp32), plain or blockwise by config."""
+    if config.loss == "blockwise":
+        x = hidden_states(params, batch["tokens"], config, mesh)
+        return blockwise_cross_entropy(x, batch["targets"], unembedding(params, config),
+                                       config.tie_embeddings, config.loss_chunk_size)
     logits = forward(params, batch["tokens"], config, mesh).astype(jnp.float32)
     log_probs = jax.nn.log_softmax(logits, axis=-1)
     picked = jnp.take_along_axis(log_probs, batch["targets"][..., None], axis=-1)
@@ -213,7 +240,12 @@ def train_step_fn(config: TransformerConfig, mesh: Mesh | None = None,
     With `state_shardings`, the new state is constrained to the old one's shardings."""
 
     def train_step(state: TrainState, batch: dict[str, jax.Array]) -> tuple[TrainState, Any]:
-        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, config, mesh)
+        if config.micro_batches > 1:
+            grad_shardings = None if state_shardings is None else state_shardings.params
+            loss, grads = accumulated_gradients(state.params, batch, config, mesh,
+                                                grad_shardings)
+        else:
+            loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, config, mesh)
         with jax.named_scope("optimizer"):
             new_state = adamw_update(state, grads, config)
         if state_shardings is not None:
@@ -223,6 +255,48 @@ def train_step_fn(config: TransformerConfig, mesh: Mesh | None = None,
     return train_step
 
 
+def micro_batches(batch: dict[str, jax.Array], count: int,
+                  mesh: Mesh | None = None) -> dict[str, jax.Array]:
+    """The batch as [count, batch / count, ...]: micro-batch k holds the rows k, k + count, ...
+    (a reshape and a transpose, so each device keeps its own rows)."""
+    def split(a: jax.Array) -> jax.Array:
+        rows = a.shape[0] // count
+        return jnp.swapaxes(a.reshape(rows, count, *a.shape[1:]), 0, 1)
+
+    split_batch = {name: split(a) for name, a in batch.items()}
+    if mesh is None:
+        return split_batch
+    spec = sharding.batch_sharding(mesh).spec
+    layout = sharding.named(mesh, jax.sharding.PartitionSpec(None, *spec))
+    return jax.lax.with_sharding_constraint(split_batch, layout)
+
+
+def accumulated_gradients(params: Tree, batch: dict[str, jax.Array], config: TransformerConfig,
+                          mesh: Mesh | None = None,
+                          grad_shardings: Tree = None) -> tuple[jax.Array, Tree]:
+    """Loss and gradients of the whole batch from a scan over `config.micro_batches`
+    micro-batches: fp32 sums, averaged (the gradients in fp32, sharded like the parameters)."""
+    count = config.micro_batches
+
+    def zeros(p: jax.Array) -> jax.Array:
+        return jnp.zeros(p.shape, jnp.float32)
+
+    summed = jax.tree.map(zeros, params)
+    if grad_shardings is not None:
+        summed = jax.lax.with_sharding_constraint(summed, grad_shardings)
+
+    def accumulate(carry: tuple[jax.Array, Tree],
+                   micro: dict[str, jax.Array]) -> tuple[tuple[jax.Array, Tree], None]:
+        loss_sum, grad_sum = carry
+        loss, grads = jax.value_and_grad(loss_fn)(params, micro, config, mesh)
+        grad_sum = jax.tree.map(lambda s, g: s + g.astype(jnp.float32), grad_sum, grads)
+        return (loss_sum + loss, grad_sum), None
+
+    initial = (jnp.zeros((), jnp.float32), summed)
+    (loss, grads), _ = jax.lax.scan(accumulate, initial, micro_batches(batch, count, mesh))
+    return loss / count, jax.tree.map(lambda g: g / count, grads)
+
+
 def build_train_step(mesh: Mesh, **config_values: Any) -> CompileSpec:
     """The compile job's builder: train step, abstract sharded state and batch, donated state."""
     config = TransformerConfig.from_dict(config_values)
@@ -230,9 +304,14 @@ def build_train_step(mesh: Mesh, **config_values: Any) -> CompileSpec:
     data = sharding.data_size(mesh)
     if config.batch % data:
         raise UsageError(f"batch {config.batch} does not split over {data} devices")
+    config.check_placement(mesh.devices.flat[0].platform, data)
     if not sharding.is_sharded(config):
         state = abstract_state(config, sharding.replicated(mesh))
-        return CompileSpec(train_step_fn(config), (state, abstract_batch(
+        # The mesh only for splash's shard_map and the micro-batches' layout: the plain
+        # data-parallel program (the fixtures') has no sharding constraint.
+        needs_mesh = config.attention == "splash" or config.micro_batches > 1
+        step = train_step_fn(config, mesh if needs_mesh else None)
+        return CompileSpec(step, (state, abstract_batch(
             config, sharding.batch_sharding(mesh))), donate_argnums=(0,))
     shardings = param_shardings(config, mesh)
     state = abstract_state(config, shardings, sharding.replicated(mesh))

@@ -16,6 +16,7 @@ from conftest import FIXTURES
 import hloscope
 from hloscope.errors import EXIT_INPUT_MISSING, InputError
 from hloscope.loader import Program, as_program, load_program, program_of
+from hloscope.spec.config import TransformerConfig
 
 CPU_FULL = FIXTURES / "cpu" / "remat-full"
 TPU_NONE = FIXTURES / "tpu-v5e-2x2" / "remat-none"
@@ -52,7 +53,9 @@ def test_build_folder_program_reads_its_manifest_and_log() -> None:
     assert program.build is not None and program.build.folder == TPU_OOM_BUILD
     assert program.target == manifest["target"] == "tpu:v5e:2x2"
     assert program.backend == "tpu"
-    assert program.given_build.config.to_dict() == manifest["config"]
+    config = program.given_build.config.to_dict()  # fields added since: their defaults
+    assert {key: config[key] for key in manifest["config"]} == manifest["config"]
+    assert TransformerConfig.from_dict(manifest["config"]).to_dict() == config
     log = program.compile_log
     assert log is not None and log.source == str(TPU_OOM_BUILD / "compile.log")
     verdict = log.compile_verdict

@@ -80,6 +80,22 @@ def test_values_file_errors() -> None:
     assert located(caught.value) == (9, 3)
 
 
+def test_values_file_definition_spanning_lines() -> None:
+    """A Pallas kernel's custom call (splash attention on TPU, libtpu 0.0.42.1) has a raw
+    newline in its backend config; its continuation lines belong to the definition."""
+    kernel = ('%k = f32[4]{0} custom-call(%p), custom_call_target="tpu_custom_call", '
+              'backend_config={"custom_call_config": {"body": "x",\n'
+              '"xprof_metadata":"{\\"block_q\\": 512}"\n}}, metadata={op_name="k"}')
+    values = ("\nTotal bytes used: 16 (16B)\n\nUsed values:\n<7 p.1 @0>\n positions:\n  p.1\n"
+              f" uses:\n  k, operand 0\n from instruction: {kernel}\n<8 k @0>\n positions:\n"
+              "  k\n uses:\n  (none)\n from instruction: %k = f32[4]{0} custom-call(%p)\n")
+    assignment = parse_buffer_assignment(f"BufferAssignment:\n{ALLOCATION}\n{VALUE}\n",
+                                         "ba.txt", (values, "values.txt"))
+    first, second = assignment.value_details
+    assert first.definition == kernel and first.uses[0].instruction == "k"
+    assert (second.id, second.instruction) == (8, "k")
+
+
 @pytest.mark.parametrize(("text", "where", "words"), [
     ("HloLiveRange:\n", (1, 1), "HloLiveRange (max N)"),
     ("HloLiveRange (max 3):\n  Sequence:\n", (2, 1), "InstructionSequence"),

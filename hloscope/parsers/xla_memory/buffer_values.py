@@ -14,7 +14,10 @@ it to `*-buffer-assignment.txt`. Format:
      from instruction: %x.1 = f32[64,256]{1,0} parameter(2), ...
 
 `Total bytes used` is the sum of every allocation's size, the same figure as the usage
-report's per-space totals added up.
+report's per-space totals added up. The instruction's text after `from instruction:` may span
+lines: a Pallas kernel's custom call (`tpu_custom_call`) carries a raw newline inside its
+backend config (splash attention's `"xprof_metadata"`); lines that start neither with a space
+nor a value header continue the definition.
 """
 from __future__ import annotations
 
@@ -68,7 +71,8 @@ def _value_block(lines: Sequence[str], number: int, source: str) -> tuple[ValueD
         if line in (" positions:", " uses:"):
             section = line.strip(" :")
         elif line.startswith(_DEFINITION):
-            definition = line[len(_DEFINITION):]
+            definition, number = _definition(lines, number)
+            continue
         elif section == "positions":
             positions.append(_position(line, source, number))
         elif section == "uses":
@@ -83,6 +87,22 @@ def _value_block(lines: Sequence[str], number: int, source: str) -> tuple[ValueD
         positions=tuple(positions), uses=tuple(uses), definition=definition,
         color=int(header["color"]) if header["color"] else None, is_phi=bool(header["phi"]))
     return detail, number
+
+
+def _definition(lines: Sequence[str], number: int) -> tuple[str, int]:
+    """The instruction text of ` from instruction: ...` at `number` with its continuation
+    lines, and the number of the line after it."""
+    parts = [lines[number][len(_DEFINITION):]]
+    number += 1
+    while number < len(lines) and _continues(lines[number]):
+        parts.append(lines[number])
+        number += 1
+    return "\n".join(parts), number
+
+
+def _continues(line: str) -> bool:
+    return bool(line.strip()) and not line.startswith(" ") and not VALUE_HEADER.match(line) \
+        and not _TOTAL.match(line) and line != "Used values:"
 
 
 def _position(line: str, source: str, number: int) -> tuple[str, ShapeIndex]:
