@@ -86,11 +86,11 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
         shown["fits"] = "?"
     if row["tokens_per_second"] is not None:
         shown["tokens_per_second"] = round(row["tokens_per_second"])
-    shown["step_seconds"] = _step_cell(row)
+    shown["step_seconds"] = step_cell(row)
     return shown
 
 
-def _step_cell(row: dict[str, Any]) -> Any:
+def step_cell(row: dict[str, Any]) -> Any:
     """The overlapped bound, then the serial one where they differ ("0.412–0.520"); '>='
     marks lower bounds."""
     overlapped, serial = row["step_seconds"], row.get("serial_seconds")

@@ -41,6 +41,7 @@ from hloscope.analyses.roofline import StepEstimate, estimate_step
 from hloscope.devices import Device, memory_budget
 from hloscope.errors import HloscopeError
 from hloscope.formats.build import BuildFolder
+from hloscope.formats.compile_record import MemoryFigures
 from hloscope.loader.build import LoadedBuild
 from hloscope.model.module import HloModule
 from hloscope.spec.targets import parse_target
@@ -241,9 +242,8 @@ def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
     capacity = memory_budget(target.device)
     required, source = _required(loaded)
     fits, fit_source = _fit(result.status, target.backend, required, capacity)
-    host = host_fit(target.device, *_host_bytes(loaded))
-    if host is not None and host.fits is False and fits is not False:
-        fits, fit_source = False, "pinned host memory vs the host's RAM"
+    host = host_fit(target.device, *pinned_host_bytes(result.memory, loaded.reported_host_bytes))
+    fits, fit_source = with_host_fit(fits, fit_source, host)
     step = None if hlo is None else _estimate(hlo, target.device, config.compute_dtype,
                                               target.num_slices)
     return VariantFigures(
@@ -267,17 +267,27 @@ def _estimate(hlo: HloFigures, device: Device, compute_dtype: str,
         unknown_link_bytes=hlo.unknown_link_collective_bytes or 0, num_slices=num_slices)
 
 
-def _host_bytes(loaded: LoadedBuild) -> tuple[int | None, str | None]:
-    """Pinned host memory one device's program allocates, and where the figure comes from."""
-    memory = loaded.build.result.memory
+def pinned_host_bytes(memory: MemoryFigures | None,
+                      reported: int | None) -> tuple[int | None, str | None]:
+    """Pinned host memory one device's program allocates, and where the figure comes from:
+    memory_analysis' host arguments + outputs + temporaries - aliased, else the host space's
+    total in XLA's memory-usage report (`reported`)."""
     if memory is not None:
         pinned = (memory.host_argument_bytes + memory.host_output_bytes
                   + memory.host_temp_bytes - memory.host_alias_bytes)
         if pinned:
             return pinned, "memory_analysis host allocation"
-    if loaded.reported_host_bytes:
-        return loaded.reported_host_bytes, "XLA memory-usage report (host memory space)"
+    if reported:
+        return reported, "XLA memory-usage report (host memory space)"
     return None, None
+
+
+def with_host_fit(fits: bool | None, fit_source: str | None,
+                  host: HostFit | None) -> tuple[bool | None, str | None]:
+    """The device verdict, overruled when the hosts cannot hold what the program pins there."""
+    if host is not None and host.fits is False and fits is not False:
+        return False, "pinned host memory vs the host's RAM"
+    return fits, fit_source
 
 
 def _analysed(loaded: LoadedBuild) -> tuple[HloFigures | None, str | None]:
