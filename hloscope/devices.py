@@ -11,6 +11,11 @@ Two memory figures must never be confused: `hbm_bytes` is the physical memory of
 with two decimals, so +-5 MiB; GPU: the total memory CUDA reports, of which JAX's allocator takes
 `JAX_DEFAULT_GPU_MEMORY_FRACTION` unless told otherwise: see `memory_budget`).
 
+Host facts: `host_memory_bytes` is the RAM of one host shared by `host_memory_chips` chips (the
+pool pinned host buffers come from: `hloscope.analyses.summary.variant` checks offloading
+programs against it), `host_link_bandwidth` the PCIe figure and `dcn_bandwidth` the data-center
+network share of one chip (each direction).
+
 Sources are cited next to each figure: "Cloud TPU docs" are docs.cloud.google.com/tpu/docs/<ver>,
 "measured" means a deviceless compile on this project's machine (jax 0.10.2, libtpu 0.0.42.1).
 A figure that could not be verified is None, never a guess. GPU entries also carry the facts XLA's
@@ -53,6 +58,7 @@ class MemorySpace:
     source: str
 
 
+HOST_MEMORY_SPACE = 5  # xla/layout.h Layout::kHostMemorySpace: pinned host memory, every backend
 _HOST_SPACE_SOURCE = "xla/layout.h Layout::kHostMemorySpace = 5"
 
 MEMORY_SPACES: dict[str, tuple[MemorySpace, ...]] = {
@@ -152,9 +158,16 @@ class Device:
     hbm_bandwidth: float | None
     interconnect_bandwidth: float | None  # per chip, both directions (ICI / NVLink)
     host_link_bandwidth: float | None  # per chip, both directions (PCIe)
-    dcn_bandwidth: float | None = None  # per chip, data-center network
+    # Per chip, each direction: the host's NIC line rate shared by its chips (Ethernet NICs are
+    # full duplex, so the vendors' "Gbps" is per direction).
+    dcn_bandwidth: float | None = None
     devices_per_chip: int = 1
     chips_per_host: int | None = None
+    # RAM of one host: the TPU VM a JAX process runs on where the docs give the VM's figure,
+    # else the physical host's "DRAM per host"; shared by `host_memory_chips` chips (pinned host
+    # buffers come out of it). None where no vendor figure was verified.
+    host_memory_bytes: int | None = None
+    host_memory_chips: int | None = None
     interconnect_topology: str | None = None
     example_topologies: tuple[str, ...] = ()  # accepted by get_topology_desc (measured)
     chip_config_name: str | None = None  # get_topology_desc(chip_config_name=...) when required
@@ -163,6 +176,13 @@ class Device:
     @property
     def memory_spaces(self) -> tuple[MemorySpace, ...]:
         return MEMORY_SPACES[self.backend]
+
+    @property
+    def devices_per_host(self) -> int | None:
+        """JAX devices sharing `host_memory_bytes`; None when the host memory is unknown."""
+        if self.host_memory_bytes is None or self.host_memory_chips is None:
+            return None
+        return self.host_memory_chips * self.devices_per_chip
 
 
 def _gib(value: float) -> int:
@@ -216,9 +236,13 @@ _TPUS = (
         # Cloud TPU docs v5e: 197 TFLOPs bf16, 393 TOPs int8, "16 GB, 819 GBps" (a newer page
         # says 800 GBps), 400 GBps bidirectional ICI per chip, 8 chips per host, 2 x 100 Gbps NIC
         # per host (25 Gbps per chip). 16 GB must be GiB: 15.75 GiB are usable.
+        # Host memory, Cloud TPU docs v5e "VM types": 8-chip VM (ct5lp-hightpu-8t) 384 GB RAM
+        # (4-chip VM 192 GB, 1-chip 48 GB: 48 GB per chip in each); the page's "DRAM per host"
+        # is 512 GiB, of which a VM gets 384 GB. No host-link (PCIe) figure is published: None.
         hbm_bytes=16 * GIB, peak_flops=PeakFlops(bf16=197 * TERA, int8=393 * TERA),
         hbm_bandwidth=819 * GB, interconnect_bandwidth=400 * GB, host_link_bandwidth=None,
         dcn_bandwidth=25e9 / 8, chips_per_host=8, interconnect_topology="2D torus",
+        host_memory_bytes=384 * GB, host_memory_chips=8,
         example_topologies=("v5e:2x2", "v5e:4x4", "v5e:16x16"),
     ),
     Device(
@@ -228,9 +252,12 @@ _TPUS = (
         # Cloud TPU docs v5p: 459 TFLOPs bf16 and fp8, 2765 GBps HBM, 1200 GBps bidirectional ICI,
         # 50 Gbps DCN per chip, 4 chips per host (2x2x1). The docs give "95 GiB" of HBM, below the
         # 95.74 GiB libtpu lets a program use, so the physical size is not established: None.
+        # Host memory, Cloud TPU docs v5p: "RAM (GB) (4-chip VM) 448" (ct5p-hightpu-4t). No
+        # host-link (PCIe) figure is published: None.
         hbm_bytes=None, peak_flops=PeakFlops(bf16=459 * TERA, fp8=459 * TERA),
         hbm_bandwidth=2765 * GB, interconnect_bandwidth=1200 * GB, host_link_bandwidth=None,
         dcn_bandwidth=50e9 / 8, chips_per_host=4, interconnect_topology="3D torus",
+        host_memory_bytes=448 * GB, host_memory_chips=4,
         example_topologies=("v5p:2x2x1", "v5p:4x4x4"),  # measured: 4 devices on 2x2x1
     ),
     Device(
@@ -240,10 +267,16 @@ _TPUS = (
         # Cloud TPU docs v6e: 918 TFLOPs bf16, 1836 TOPs int8, 32 GB (GiB: 31.25 GiB usable),
         # 1640 GBps HBM (the TPU7x page's table says 1638), 800 GBps bidirectional ICI, 8 chips
         # per host, 4 x 200 Gbps NIC per host; fp8 918 TFLOPs (TPU7x page's comparison table).
+        # Host memory, Cloud TPU docs v6e: "DRAM per host 1536 GiB", "Chips per host 8". Multi-host
+        # slices run two 4-chip VMs (ct6e-standard-4t) per host; the VM's RAM was not verified, so
+        # the check uses the host's DRAM over its 8 chips (what a VM gets is at most its share).
+        # The docs say each chip "connects to the host through a PCIe Gen5 interface" without
+        # lanes or bandwidth: host_link_bandwidth stays None.
         hbm_bytes=32 * GIB,
         peak_flops=PeakFlops(bf16=918 * TERA, fp8=918 * TERA, int8=1836 * TERA),
         hbm_bandwidth=1640 * GB, interconnect_bandwidth=800 * GB, host_link_bandwidth=None,
         dcn_bandwidth=100e9 / 8, chips_per_host=8, interconnect_topology="2D torus",
+        host_memory_bytes=1536 * GIB, host_memory_chips=8,
         example_topologies=("v6e:2x2",),
     ),
     Device(
@@ -252,7 +285,8 @@ _TPUS = (
         usable_memory_bytes=_gib(94.75),  # measured OOM "available HBM (94.75G)" (DESIGN.md)
         # Cloud TPU docs tpu7x, per chip: 2307 TFLOPs bf16, 4614 fp8, 192 GiB HBM, 7380 GBps,
         # 1200 GBps bidirectional ICI, 100 Gbps DCN; "two TPU devices" per chip (dual chiplet),
-        # 4 chips per VM. Halved per device (assumes each chiplet owns half).
+        # 4 chips per VM. Halved per device (assumes each chiplet owns half). The VM's RAM and
+        # the host link were not verified: None.
         hbm_bytes=96 * GIB, peak_flops=PeakFlops(bf16=2307 * TERA / 2, fp8=4614 * TERA / 2),
         hbm_bandwidth=7380 * GB / 2, interconnect_bandwidth=1200 * GB, host_link_bandwidth=None,
         dcn_bandwidth=100e9 / 8,

@@ -3,13 +3,15 @@
 `load_build` reads everything `analyses.summary.variant.variant_figures` looks at, so that the
 analysis opens no file: the manifest (`formats.build`), the optimized HLO (or why it could not be
 read: a parse error becomes a reason, not an exception, the build still gets its row), the
-default-space total of XLA's memory-usage report of the main module, and the compile log.
+default-space and pinned-host totals of XLA's memory-usage report of the main module, and the
+compile log.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from hloscope.devices import HOST_MEMORY_SPACE
 from hloscope.errors import HloscopeError
 from hloscope.formats.build import BuildFolder, read_build
 from hloscope.loader.hlo_input import load_input
@@ -25,6 +27,7 @@ class LoadedBuild:
     load_error: str | None  # why the optimized HLO could not be read (first line of the error)
     reported_device_bytes: int | None  # `reported_device_total`
     log_text: str  # the compile log ("" when there is none)
+    reported_host_bytes: int | None = None  # pinned host memory total (`reported_totals`)
 
 
 def load_build(build: BuildFolder | Path) -> LoadedBuild:
@@ -33,7 +36,8 @@ def load_build(build: BuildFolder | Path) -> LoadedBuild:
     if not isinstance(build, BuildFolder):
         build = read_build(Path(build))
     module, error = _optimized_module(build)
-    return LoadedBuild(build, module, error, reported_device_total(build), build.log_text())
+    device_total, host_total = reported_totals(build)
+    return LoadedBuild(build, module, error, device_total, build.log_text(), host_total)
 
 
 def _optimized_module(build: BuildFolder) -> tuple[HloModule | None, str | None]:
@@ -51,11 +55,20 @@ def reported_device_total(build: BuildFolder) -> int | None:
     """`Total bytes` of the default memory space in the main module's memory-usage report:
     the figure libtpu's OOM message compares with the usable HBM (measured: equal after every
     OOM), and on GPU and CPU the allocation."""
+    return reported_totals(build)[0]
+
+
+def reported_totals(build: BuildFolder) -> tuple[int | None, int | None]:
+    """`Total bytes` of the default memory space and of pinned host memory (S(5)) in the main
+    module's memory-usage report (None where the report or the space is absent)."""
     hlo = build.dump_module
     if hlo is None:
-        return None
+        return None, None
     from hloscope.parsers.xla_memory.artifacts import find_memory_artifacts
 
     report = find_memory_artifacts(hlo).read_usage_report()
-    default = None if report is None else report.space(0)
-    return None if default is None else default.total_bytes
+    if report is None:
+        return None, None
+    device, host = report.space(0), report.space(HOST_MEMORY_SPACE)
+    return (None if device is None else device.total_bytes,
+            None if host is None else host.total_bytes)

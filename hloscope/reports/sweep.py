@@ -86,9 +86,21 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
         shown["fits"] = "?"
     if row["tokens_per_second"] is not None:
         shown["tokens_per_second"] = round(row["tokens_per_second"])
-    if row["step_seconds"] is not None and row["estimate_missing"]:
-        shown["step_seconds"] = f">= {row['step_seconds']:.3f}"
+    shown["step_seconds"] = step_cell(row)
     return shown
+
+
+def step_cell(row: dict[str, Any]) -> Any:
+    """The overlapped bound, then the serial one where they differ ("0.412–0.520"); '>='
+    marks lower bounds."""
+    overlapped, serial = row["step_seconds"], row.get("serial_seconds")
+    if overlapped is None:
+        return None
+    differs = serial is not None and round(serial, 3) != round(overlapped, 3)
+    if not differs and not row["estimate_missing"]:
+        return overlapped
+    text = f"{overlapped:.3f}" + (f"–{serial:.3f}" if differs else "")
+    return f">= {text}" if row["estimate_missing"] else text
 
 
 def _notes(result: SweepResult, data: dict[str, Any]) -> list[str]:
@@ -98,9 +110,13 @@ def _notes(result: SweepResult, data: dict[str, Any]) -> list[str]:
                  "live peak: hloscope's count of logical buffers live at once, a different "
                  "figure. Fit on TPU is libtpu's verdict; on GPU the memory against 75% of the "
                  "device's (JAX's default).")
-    notes.append("est. step: roofline per device, max(FLOPs / peak, HBM bytes / bandwidth) + "
-                 "collective bytes / interconnect + host transfers / host link; '>=' marks a "
-                 "lower bound (a device figure is unknown).")
+    notes.append("est. step: roofline per device from FLOPs / peak, HBM bytes / bandwidth, "
+                 "ICI and DCN collective bytes / their links and host transfers / host link, "
+                 "as two bounds: overlapped (the largest term: communication hidden behind "
+                 "compute) – serial (compute or HBM, whichever is larger, plus every link's "
+                 "time); one figure where they agree. Ranked by the overlapped bound (tokens/s "
+                 "uses it); '>=' marks a lower bound (a device figure is unknown).")
+    notes += _host_notes(data["variants"])
     if data["search"]:
         window = data["search_window"]
         notes.append(f"batch search: multiples of {data['batch_step']} (a batch splits evenly "
@@ -114,6 +130,12 @@ def _notes(result: SweepResult, data: dict[str, Any]) -> list[str]:
     notes += [f"{row['variant']}: hloscope could not analyse the program: "
               f"{row['analysis_error']}" for row in failed]
     return notes
+
+
+def _host_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """Where what a variant offloads was checked against its hosts' RAM, and where not."""
+    return [f"{row['variant']}: {row['host_fit_reason']}" for row in rows
+            if row.get("host_fit_reason") and row["host_fits"] is not False]
 
 
 def _disagreements(rows: list[dict[str, Any]]) -> list[str]:
@@ -175,6 +197,21 @@ def _collective_lines(hlo: Any) -> list:
             ("collectives over ICI (inside a slice)", Quantity(hlo.ici_collective_bytes, "bytes"))]
 
 
+def _step_lines(figures: Any) -> list:
+    """The serial bound beside the overlapped one, the dominant term and the host check."""
+    lines: list = []
+    step = figures.step
+    if step is not None and step.serial_seconds is not None:
+        lines += [("  overlapped (optimistic) / serial (pessimistic)",
+                   f"{step.overlapped_seconds:.4g} / {step.serial_seconds:.4g} s"),
+                  ("  dominated by", step.dominant)]
+        if step.missing:
+            lines.append(("  lower bound: unknown", ", ".join(step.missing)))
+    if figures.host_fit is not None:
+        lines.append(("pinned host memory", figures.host_fit.reason))
+    return lines
+
+
 def _build_summary(summary: BuildSummary) -> list:
     build, figures, cached = summary.build, summary.figures, summary.cached
     manifest = build.manifest
@@ -197,5 +234,6 @@ def _build_summary(summary: BuildSummary) -> list:
         ("recompute overhead", Quantity(hlo.recompute_overhead if hlo else None, "percent")),
         *_collective_lines(hlo),
         ("estimated step seconds", Quantity(figures.step_seconds, "int")),
+        *_step_lines(figures),
         ("fingerprint", figures.fingerprint),
     ]

@@ -2,13 +2,18 @@
 
 "Fastest" is the highest estimated throughput (tokens per second = the variant's tokens per step
 / its roofline step time), which equals the shortest step when every variant runs the same batch
-and stays right when `--search batch` or a grid sweep gives each variant its own. Variants
-whose FLOPs are a lower bound (a loop's trip count unknown) rank after those counted completely.
-Ties (and targets without a step estimate) go to fewer FLOPs per token, then to less memory.
+and stays right when `--search batch` or a grid sweep gives each variant its own. The step time
+that ranks is the roofline's *overlapped* bound (compute, HBM and each link running concurrently:
+XLA issues collectives and host copies asynchronously, and overlapping them is what carry offload
+and FSDP rely on); the serial bound stays in every row, so a variant whose lead depends on that
+overlap can be seen. Variants whose FLOPs are a lower bound (a loop's trip count unknown) rank
+after those counted completely. Ties (and targets without a step estimate) go to fewer FLOPs per
+token, then to less memory.
 A variant whose program is identical to an earlier one (same fingerprint, same batch) is
 reported as that one's duplicate and not ranked; failed compiles and variants that do not fit
-are not ranked either. When no variant's fit is known (CPU targets have no capacity), every
-compiled variant is ranked and the reasons say so.
+(on the device, or in their hosts' RAM for what they offload) are not ranked either. When no
+variant's fit is known (CPU targets have no capacity), every compiled variant is ranked and the
+reasons say so.
 """
 from __future__ import annotations
 
@@ -49,7 +54,25 @@ def rank_variants(rows: list[VariantFigures]) -> tuple[str | None, dict[str, Ver
     for position, row in enumerate(ordered, start=1):
         verdicts[row.variant] = _ranked(row, position, ordered[0], fit_known)
     winner = ordered[0].variant if ordered else None
+    if winner is not None:
+        verdicts[winner] = _serial_note(verdicts[winner], ordered)
     return winner, {row.variant: verdicts[row.variant] for row in rows}
+
+
+def _serial_note(verdict: Verdict, ordered: list[VariantFigures]) -> Verdict:
+    """The winner's verdict, saying so when the serial bound (nothing overlapped) would rank
+    another variant first."""
+    complete = [row for row in ordered if row.flops_complete == ordered[0].flops_complete]
+    serial = [(row.tokens / row.serial_step_seconds, row) for row in complete
+              if row.serial_step_seconds]
+    if not serial:
+        return verdict
+    best_rate, best = max(serial, key=lambda pair: pair[0])
+    if best.variant == verdict.variant:
+        return verdict
+    return Verdict(verdict.variant, verdict.outcome,
+                   f"{verdict.reason}; without overlap (serial bound) {best.variant} would be "
+                   f"faster ({_rate(best_rate)})", verdict.rank, verdict.duplicate_of)
 
 
 def _unranked(row: VariantFigures, first_of: dict[tuple[str, int], str],
@@ -72,6 +95,9 @@ def _unranked(row: VariantFigures, first_of: dict[tuple[str, int], str],
 
 
 def _no_fit_reason(row: VariantFigures) -> str:
+    host = row.host_fit
+    if row.status == "ok" and host is not None and host.fits is False:
+        return f"does not fit at batch {row.batch}: {host.reason}"
     needed = "an unknown amount" if row.required_bytes is None else format_bytes(
         row.required_bytes)
     capacity = "" if row.capacity_bytes is None else f" of {format_bytes(row.capacity_bytes)}"
@@ -130,6 +156,8 @@ def _bound_note(row: VariantFigures) -> str:
     notes = []
     if row.step is not None and row.step.missing:
         notes.append("estimate is a lower bound (unknown " + ", ".join(row.step.missing) + ")")
+    if row.host_fit is not None and row.host_fit.fits is None:
+        notes.append(row.host_fit.reason)
     if row.hlo is not None and row.hlo.unknown_loops:
         notes.append(f"FLOPs are a lower bound ({row.hlo.unknown_loops} loops with unknown "
                      "trip counts)")

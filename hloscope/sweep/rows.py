@@ -45,7 +45,7 @@ def variant_row(outcome: VariantOutcome, verdict: Verdict) -> dict[str, Any]:
         "batch": figures.batch, "seq_len": outcome.case.point.seq_len, "tokens": figures.tokens,
         "required_bytes": figures.required_bytes, "required_source": figures.required_source,
         "capacity_bytes": figures.capacity_bytes, "memory_fraction": _fraction(figures),
-        "host_temp_bytes": figures.host_temp_bytes,
+        "host_temp_bytes": figures.host_temp_bytes, **_host_columns(figures),
         "compile_seconds": figures.compile_seconds, "cache_hit": outcome.cache_hit,
         "attempts": outcome.attempts, "lost_attempts": list(outcome.lost),
         **_hlo_columns(figures),
@@ -75,10 +75,27 @@ def _hlo_columns(figures: VariantFigures) -> dict[str, Any]:
 
 
 def _step_columns(step: StepEstimate | None) -> dict[str, Any]:
+    """The roofline's terms and both bounds; `step_seconds` (the ranked one) is the overlapped
+    bound."""
     names = ("compute_seconds", "memory_seconds", "collective_seconds", "offload_seconds",
-             "bound")
+             "ici_seconds", "dcn_seconds", "serial_seconds", "overlapped_seconds", "bound",
+             "dominant")
     values = {name: None if step is None else getattr(step, name) for name in names}
-    return {**values, "estimate_missing": [] if step is None else list(step.missing)}
+    return {**values, "estimate_missing": [] if step is None else list(step.missing),
+            "step_ranked_by": "overlapped"}
+
+
+def _host_columns(figures: VariantFigures) -> dict[str, Any]:
+    """The pinned-host-memory check (all None for a program that pins nothing)."""
+    host = figures.host_fit
+    if host is None:
+        return {"host_bytes_per_device": None, "host_bytes_source": None,
+                "host_bytes_per_host": None, "host_memory_bytes": None, "host_fits": None,
+                "host_fit_reason": None}
+    return {"host_bytes_per_device": host.bytes_per_device, "host_bytes_source": host.source,
+            "host_bytes_per_host": host.bytes_per_host,
+            "host_memory_bytes": host.host_memory_bytes, "host_fits": host.fits,
+            "host_fit_reason": host.reason}
 
 
 def _fraction(figures: VariantFigures) -> float | None:

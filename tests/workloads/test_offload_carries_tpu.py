@@ -54,6 +54,9 @@ def test_offload_carries_puts_the_per_layer_carries_in_host_memory(tmp_path: Pat
     assert figures["status"] == "ok" and figures["fits"] is True
     assert host_buffers(tmp_path / "offload") == {(2, LOCAL_BATCH, SEQ, WIDTH)}  # [L, b, s, h]
     assert figures["host_temp_bytes"] == carries_bytes(2)  # XLA's host allocation
+    host = figures["host_fit"]  # 8 devices x the carries, against the v5e VM's 384 GB
+    assert (host["bytes_per_device"], host["bytes_per_host"], host["fits"]) == (
+        carries_bytes(2), 8 * carries_bytes(2), True)
     hlo = figures["hlo"]
     assert hlo["to_host_bytes"] == hlo["from_host_bytes"] == carries_bytes(2)  # each carry once
     assert hlo["unknown_loops"] == 0

@@ -18,7 +18,15 @@ Sources, each independent of the others:
   (hloscope.analyses.cost.flops / remat, loop trip counts applied); loops whose trip count could
   not be established count once and make the FLOPs a lower bound (`unknown_loops`).
 - **host offload**: hloscope.analyses.memory.host_offload (bytes moved to and from S(5)).
-- **step time**: hloscope.analyses.roofline from the device facts.
+- **host memory**: a program that keeps buffers in pinned host memory fits only if its hosts can
+  hold them: the pinned host bytes one device needs (memory_analysis' host arguments + outputs +
+  temporaries - aliased; without it, space 5 of XLA's memory-usage report) x the devices that
+  share one host, against that host's RAM (`devices.Device.host_memory_bytes`). A host that
+  cannot hold them makes the variant `fits: false` whatever the device verdict; where the host's
+  RAM is unknown the fit is not refused and `host_fit` says it was not checked. Sub-host slices
+  are judged as a full host: their VMs get RAM in proportion to their chips.
+- **step time**: hloscope.analyses.roofline from the device facts. `step_seconds` (and
+  tokens/s, which ranks) is the overlapped bound; the serial bound is in `step`.
 
 The build comes loaded (`loader.build.load_build`: its HLO, report total and log read there);
 nothing here reads a file.
@@ -30,12 +38,14 @@ from typing import Any
 
 from hloscope.analyses.cost.collectives import CollectivesResult
 from hloscope.analyses.roofline import StepEstimate, estimate_step
-from hloscope.devices import memory_budget
+from hloscope.devices import Device, memory_budget
 from hloscope.errors import HloscopeError
 from hloscope.formats.build import BuildFolder
+from hloscope.formats.compile_record import MemoryFigures
 from hloscope.loader.build import LoadedBuild
 from hloscope.model.module import HloModule
 from hloscope.spec.targets import parse_target
+from hloscope.units import format_bytes
 
 GPU_REMAT_WARNING = "Can't reduce memory use below"
 
@@ -59,6 +69,51 @@ class HloFigures:
     # over ICI (inside one); None when the build recorded no device assignment.
     dcn_collective_bytes: int | None = None
     ici_collective_bytes: int | None = None
+    unknown_link_collective_bytes: int | None = None  # a group syntax hloscope cannot read
+
+
+@dataclass(frozen=True)
+class HostFit:
+    """Whether the pinned host memory a program needs fits the RAM of the hosts it runs on."""
+
+    device: str  # the device's name, for the reason
+    bytes_per_device: int  # pinned host memory one device's program allocates
+    source: str  # where bytes_per_device comes from
+    devices_per_host: int | None  # devices sharing one host's RAM; None when it is unknown
+    host_memory_bytes: int | None
+
+    @property
+    def bytes_per_host(self) -> int | None:
+        if self.devices_per_host is None:
+            return None
+        return self.bytes_per_device * self.devices_per_host
+
+    @property
+    def fits(self) -> bool | None:
+        """None when the host's RAM is unknown (the fit is then not refused)."""
+        return _within(self.bytes_per_host, self.host_memory_bytes)
+
+    @property
+    def reason(self) -> str:
+        if self.bytes_per_host is None or self.host_memory_bytes is None:
+            return (f"pinned host memory not checked: {format_bytes(self.bytes_per_device)} "
+                    f"per device, the {self.device} host's RAM is not known")
+        return (f"needs {format_bytes(self.bytes_per_host)} of pinned host memory per host "
+                f"({format_bytes(self.bytes_per_device)} per device x {self.devices_per_host} "
+                f"devices), the {self.device} host has {format_bytes(self.host_memory_bytes)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "bytes_per_host": self.bytes_per_host, "fits": self.fits,
+                "reason": self.reason}
+
+
+def host_fit(device: Device, bytes_per_device: int | None, source: str | None) -> HostFit | None:
+    """The host-memory check of a program that pins `bytes_per_device` on the host (None when it
+    pins nothing or the figure is unknown)."""
+    if not bytes_per_device or source is None:
+        return None
+    return HostFit(device.name, bytes_per_device, source, device.devices_per_host,
+                   device.host_memory_bytes)
 
 
 @dataclass(frozen=True)
@@ -83,6 +138,7 @@ class VariantFigures:
     error: str | None
     gpu_remat_warning: bool = False
     analysis_error: str | None = None  # hloscope could not analyse the optimized HLO
+    host_fit: HostFit | None = None  # programs that pin host memory: does the host hold it?
 
     @property
     def predicted_fits(self) -> bool | None:
@@ -103,7 +159,13 @@ class VariantFigures:
 
     @property
     def step_seconds(self) -> float | None:
-        return None if self.step is None else self.step.seconds
+        """The step estimate the sweep ranks by: the overlapped (optimistic) bound."""
+        return None if self.step is None else self.step.overlapped_seconds
+
+    @property
+    def serial_step_seconds(self) -> float | None:
+        """The serial (pessimistic) bound: communication and host transfers after compute."""
+        return None if self.step is None else self.step.serial_seconds
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -113,7 +175,9 @@ class VariantFigures:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["step"] = None if self.step is None else self.step.to_dict()
+        data["host_fit"] = None if self.host_fit is None else self.host_fit.to_dict()
         data["step_seconds"] = self.step_seconds
+        data["serial_step_seconds"] = self.serial_step_seconds
         data["predicted_fits"] = self.predicted_fits
         data["live_peak_fits"] = self.live_peak_fits
         data["tokens_per_second"] = self.tokens_per_second
@@ -146,7 +210,8 @@ def hlo_figures(module: HloModule, build: BuildFolder) -> HloFigures:
         parameter_bytes=device_parameter_bytes(module),
         live_peak_bytes=live_peak_bytes(module)[0],
         dcn_collective_bytes=None if links is None else links.dcn_bytes,
-        ici_collective_bytes=None if links is None else links.ici_bytes)
+        ici_collective_bytes=None if links is None else links.ici_bytes,
+        unknown_link_collective_bytes=None if links is None else links.unknown_bytes)
 
 
 def collective_links(module: HloModule, build: BuildFolder) -> CollectivesResult | None:
@@ -177,9 +242,10 @@ def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
     capacity = memory_budget(target.device)
     required, source = _required(loaded)
     fits, fit_source = _fit(result.status, target.backend, required, capacity)
-    step = None if hlo is None else estimate_step(
-        target.device, config.compute_dtype, hlo.total_flops, hlo.bytes_accessed,
-        hlo.collective_bytes, hlo.to_host_bytes, hlo.from_host_bytes)
+    host = host_fit(target.device, *pinned_host_bytes(result.memory, loaded.reported_host_bytes))
+    fits, fit_source = with_host_fit(fits, fit_source, host)
+    step = None if hlo is None else _estimate(hlo, target.device, config.compute_dtype,
+                                              target.num_slices)
     return VariantFigures(
         variant=variant, status=result.status, batch=config.batch, tokens=config.tokens,
         fits=fits, fit_source=fit_source, capacity_bytes=capacity, required_bytes=required,
@@ -188,7 +254,40 @@ def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
         compile_seconds=result.compile_seconds,
         xla_flops=None if result.cost is None else result.cost.flops, hlo=hlo, step=step,
         fingerprint=build.manifest.get("fingerprint"), error=result.error,
-        gpu_remat_warning=GPU_REMAT_WARNING in loaded.log_text, analysis_error=analysis_error)
+        gpu_remat_warning=GPU_REMAT_WARNING in loaded.log_text, analysis_error=analysis_error,
+        host_fit=host)
+
+
+def _estimate(hlo: HloFigures, device: Device, compute_dtype: str,
+              num_slices: int) -> StepEstimate:
+    return estimate_step(
+        device, compute_dtype, hlo.total_flops, hlo.bytes_accessed, hlo.collective_bytes,
+        hlo.to_host_bytes, hlo.from_host_bytes, ici_bytes=hlo.ici_collective_bytes,
+        dcn_bytes=hlo.dcn_collective_bytes,
+        unknown_link_bytes=hlo.unknown_link_collective_bytes or 0, num_slices=num_slices)
+
+
+def pinned_host_bytes(memory: MemoryFigures | None,
+                      reported: int | None) -> tuple[int | None, str | None]:
+    """Pinned host memory one device's program allocates, and where the figure comes from:
+    memory_analysis' host arguments + outputs + temporaries - aliased, else the host space's
+    total in XLA's memory-usage report (`reported`)."""
+    if memory is not None:
+        pinned = (memory.host_argument_bytes + memory.host_output_bytes
+                  + memory.host_temp_bytes - memory.host_alias_bytes)
+        if pinned:
+            return pinned, "memory_analysis host allocation"
+    if reported:
+        return reported, "XLA memory-usage report (host memory space)"
+    return None, None
+
+
+def with_host_fit(fits: bool | None, fit_source: str | None,
+                  host: HostFit | None) -> tuple[bool | None, str | None]:
+    """The device verdict, overruled when the hosts cannot hold what the program pins there."""
+    if host is not None and host.fits is False and fits is not False:
+        return False, "pinned host memory vs the host's RAM"
+    return fits, fit_source
 
 
 def _analysed(loaded: LoadedBuild) -> tuple[HloFigures | None, str | None]:

@@ -1,0 +1,56 @@
+"""Ranking with the two step bounds and the host-memory check, on hand-made figures (v6e: 918e12
+FLOP/s, ICI 400e9 B/s one way per device; see tests/analyses/test_roofline.py)."""
+from __future__ import annotations
+
+from hloscope.analyses.roofline import estimate_step
+from hloscope.analyses.summary.variant import HloFigures, VariantFigures, host_fit
+from hloscope.devices import GIB, get_device
+from hloscope.sweep.ranking import rank_variants
+
+PEAK, ICI = 918e12, 400e9
+
+
+def figures(name: str, compute_s: float, ici_s: float, pinned: int = 0,
+            device: str = "v6e") -> VariantFigures:
+    flops = int(compute_s * PEAK)
+    hlo = HloFigures(total_flops=flops, bytes_accessed=0, collective_bytes=int(ici_s * ICI),
+                     forward_flops=flops, recompute_flops=0, recompute_overhead=0.0,
+                     to_host_bytes=0, from_host_bytes=0, unknown_loops=0, parameter_bytes=0,
+                     live_peak_bytes=None, dcn_collective_bytes=0,
+                     ici_collective_bytes=int(ici_s * ICI))
+    step = estimate_step(get_device("v6e"), "bfloat16", flops, 0, hlo.collective_bytes,
+                         ici_bytes=hlo.ici_collective_bytes, dcn_bytes=0)
+    host = host_fit(get_device(device), pinned, "test")
+    fits = host is None or host.fits is not False
+    return VariantFigures(variant=name, status="ok", batch=8, tokens=8 * 4096, fits=fits,
+                          fit_source="test", capacity_bytes=100, required_bytes=50,
+                          required_source="test", host_temp_bytes=pinned, compile_seconds=1.0,
+                          xla_flops=None, hlo=hlo, step=step, fingerprint=name, error=None,
+                          host_fit=host)
+
+
+def test_the_overlapped_bound_ranks_and_the_serial_one_is_named() -> None:
+    # a: 1.0 s compute + 0.9 s ICI (overlapped 1.0, serial 1.9); b: 1.2 s compute, no ICI
+    a, b = figures("a", 1.0, 0.9), figures("b", 1.2, 0.0)
+    assert a.step_seconds == 1.0 and round(a.serial_step_seconds, 9) == 1.9
+    winner, verdicts = rank_variants([a, b])
+    assert winner == "a"
+    assert "without overlap (serial bound) b would be faster" in verdicts["a"].reason
+    assert verdicts["b"].outcome == "slower" and "-16.7%" in verdicts["b"].reason
+
+
+def test_a_variant_whose_host_cannot_hold_its_offload_does_not_fit() -> None:
+    offload = figures("offload", 1.0, 0.0, pinned=200 * GIB)  # 1600 GiB on a 1536 GiB host
+    full = figures("full", 1.3, 0.0)
+    winner, verdicts = rank_variants([offload, full])
+    assert winner == "full" and verdicts["offload"].outcome == "does not fit"
+    assert verdicts["offload"].reason == (
+        "does not fit at batch 8: needs 1.56 TiB of pinned host memory per host (200 GiB per "
+        "device x 8 devices), the v6e host has 1.50 TiB")
+
+
+def test_an_unchecked_host_is_said_in_the_reason() -> None:
+    offload = figures("offload", 1.0, 0.0, pinned=10 * GIB, device="tpu7x")
+    winner, verdicts = rank_variants([offload])
+    assert winner == "offload"
+    assert "pinned host memory not checked" in verdicts["offload"].reason
