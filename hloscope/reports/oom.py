@@ -14,7 +14,8 @@ from hloscope.units import format_bytes, format_flops
 _REMEDY_COLUMNS = [
     Column("rank", "rank", "int"), Column("name", "remedy"), Column("change", "change"),
     Column("predicted_bytes", "predicted peak", "bytes"),
-    Column("compiled_bytes", "compiled peak", "bytes"), Column("fits", "fits"),
+    Column("compiled_bytes", "compiled peak", "bytes"),
+    Column("prediction_error", "error", "percent"), Column("fits", "fits"),
     Column("extra_flops", "extra FLOPs", "flops"),
     Column("extra_flops_fraction", "of step", "percent"), Column("cost", "cost"),
 ]
@@ -88,6 +89,9 @@ def _analytic_lines(diagnosis: OomDiagnosis) -> list:
         ("activations per layer", f"closed form {format_bytes(view.per_layer_bytes)}, "
                                   f"compiled {compiled} (local batch {view.local_batch}); "
                                   f"Korthikanti et al. {format_bytes(view.korthikanti_bytes)}"),
+        ("loss head", f"{view.loss} loss keeps {format_bytes(view.loss_saved_bytes)}, holds "
+                      f"{format_bytes(view.loss_chunk_bytes)} of logits at once; "
+                      f"{view.attention} attention"),
         ("model state per parameter", f"{state.total} B = {state.parameter} parameter + "
                                       f"{state.master} master + {state.moments} moments + "
                                       f"{state.gradient} gradient (ZeRO textbook: 16 B)"),
@@ -126,7 +130,8 @@ def _notes(diagnosis: OomDiagnosis) -> list[str]:
     notes = list(diagnosis.notes)
     if diagnosis.remedies:
         notes.append("predicted peaks are estimates from the live set at the peak (docs/oom.md);"
-                     " compiled peaks are XLA's figure for the compiled variant")
+                     " compiled peaks are XLA's figure for the compiled variant; error is "
+                     "predicted / compiled - 1")
         flops = [r for r in diagnosis.remedies if r.extra_flops]
         if flops:
             notes.append("extra FLOPs are the forward work a remat policy recomputes, per device"

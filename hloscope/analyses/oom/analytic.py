@@ -6,32 +6,57 @@ tokens, width h, a query heads, key/value width kv = kv_heads * head_dim, MLP wi
 16-bit compute, fp32 norms and softmax, no dropout; GPT (LayerNorm, MHA, GELU) and Llama
 (RMSNorm, GQA, RoPE, SwiGLU) blocks give the same count:
 
-    none:  32·b·s·h + 4·b·s·kv + 12·b·s·f + 11·b·a·s² + 16·b·s + 8·b·a·s  (+ 8·s·head_dim RoPE)
+    none:  32·b·s·h + 4·b·s·kv + 12·b·s·f + A_attn + 16·b·s  (+ 8·s·head_dim RoPE)
 
-(two norms 2 x (12bsh + 8bs + 2bsh); Q, K, V 2bsh + 4bs·kv; mask 1, masked scores 4, exp 4,
-probabilities 2 bytes per score and two fp32 row statistics; attention output 2bsh; six [b,s,f]
-16-bit tensors in either MLP). Under `jax.checkpoint` a layer keeps its 16-bit input (2bsh;
-`full`, `nothing_saveable`, and `offload_named` on the device), plus with `save_named` the named
-Q/K/V projections (2bsh + 4bs·kv), attention output (2bsh) and MLP hidden activation (2bsf).
+    A_attn, plain attention (`config.attention == "plain"`):  11·b·a·s² + 8·b·a·s
+    A_attn, blockwise / splash:                              2·b·s·h + 4·b·a·s
+
+(two norms 2 x (12bsh + 8bs + 2bsh); Q, K, V 2bsh + 4bs·kv; plain attention: mask 1, masked
+scores 4, exp 4, probabilities 2 bytes per score and two fp32 row statistics; blockwise attention
+is a custom_vjp that keeps q, k, v, its [b,s,a,d] output (2bsh, a second copy beside the reshaped
+attention output) and the fp32 log-sum-exp [b,a,s] — no [b,a,s,s]; attention output 2bsh; six
+[b,s,f] 16-bit tensors in either MLP). Under `jax.checkpoint` a layer keeps its 16-bit input
+(2bsh; `full`, `nothing_saveable`, and `offload_named` on the device), plus with `save_named` the
+named Q/K/V projections (2bsh + 4bs·kv), attention output (2bsh) and MLP hidden activation
+(2bsf); with `dots_with_no_batch_dims_saveable` the outputs of every projection the backward
+needs: Q/K/V (2bsh + 4bs·kv), the attention output projection (2bsh, the norm-2 input is
+recomputed from it) and the MLP's input projection(s) (2bsf, SwiGLU 4bsf) — attention itself has
+batch dimensions and is recomputed. `offload_carries` / `offload_scan` keep no per-layer bytes on
+the device (the layer input goes to pinned host memory).
 Korthikanti et al.'s s·b·h·(34 + 5·a·s/h) counts 16-bit multi-head attention with dropout
 masks and a GELU MLP of 4h.
+
+The loss head (`loss_saved_bytes`): the plain loss keeps the fp32 softmax of the full logits and
+two fp32 per-token figures, 4·b·s·vocab + 8·b·s; the blockwise loss keeps only its chunked copy of
+the final hidden state and targets, 2·b·s·h + 4·b·s, and holds one chunk's logits (16-bit and
+fp32: 6·b·c·vocab for a chunk of c positions) at a time (`loss_chunk_bytes`).
 
 Model state per parameter with the built-in AdamW: 16-bit parameters (2 B), fp32 master
 weights, first and second moments (12 B), and 16-bit gradients (2 B) while they live: 16 B — the
 ZeRO paper's figure, with the fp16 copy counted as the parameter itself. fp32 parameters need no
 master copy: 4 + 8 + 4 = 16 B as well, with 4-byte gradients.
+
+FSDP shards inside one slice only (`hloscope.spec.mesh`: the `fsdp` axis is ICI; data
+parallelism crosses slices), so `fsdp_ways` is a slice's devices over tensor parallelism on a
+multislice target, not every device of it.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 
+from hloscope.errors import UsageError
 from hloscope.spec.config import TransformerConfig
+from hloscope.spec.mesh import plan_mesh
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 ZERO_TEXTBOOK_BYTES_PER_PARAM = 16  # Rajbhandari et al.: fp16 params + grads, fp32 Adam states
 KORTHIKANTI_CONSTANT = 34
 KORTHIKANTI_ATTENTION = 5
 CHECKPOINT_POLICIES = ("full", "nothing_saveable", "offload_named")
+HOST_CARRY_POLICIES = ("offload_carries", "offload_scan")
+CLOSED_FORM_POLICIES = ("none", "save_named", "dots_with_no_batch_dims_saveable",
+                        *CHECKPOINT_POLICIES, *HOST_CARRY_POLICIES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +93,21 @@ def local_batch(config: TransformerConfig, devices: int) -> int:
     return max(config.batch // data, 1)
 
 
+def attention_saved_bytes(config: TransformerConfig, batch: int) -> int:
+    """The attention terms of `activation_bytes_none` (16-bit compute): plain attention's
+    per-score bytes, or blockwise attention's output copy and log-sum-exp."""
+    b, s, h, a = batch, config.seq_len, config.d_model, config.n_heads
+    if config.attention == "plain":
+        return 11 * b * a * s * s + 8 * b * a * s
+    return 2 * b * s * h + 4 * b * a * s
+
+
 def activation_bytes_none(config: TransformerConfig, batch: int) -> int:
     """Bytes JAX saves for one block's backward pass without remat (formula above)."""
-    b, s, h, f, a = batch, config.seq_len, config.d_model, config.d_ff, config.n_heads
+    b, s, h, f = batch, config.seq_len, config.d_model, config.d_ff
     kv = config.kv_heads * config.head_dim
-    total = 32 * b * s * h + 4 * b * s * kv + 12 * b * s * f + 11 * b * a * s * s
-    total += 16 * b * s + 8 * b * a * s
+    total = 32 * b * s * h + 4 * b * s * kv + 12 * b * s * f + 16 * b * s
+    total += attention_saved_bytes(config, batch)
     if config.positions == "rotary":
         total += 8 * s * config.head_dim
     return total
@@ -86,12 +120,60 @@ def activation_bytes(config: TransformerConfig, batch: int, policy: str) -> int:
     width = DTYPE_BYTES[config.compute_dtype]
     if policy == "none":
         return activation_bytes_none(config, batch) * width // 2
+    if policy in HOST_CARRY_POLICIES:
+        return 0
     layer_input = width * b * s * h
     if policy in CHECKPOINT_POLICIES:
         return layer_input
     if policy == "save_named":
-        return layer_input + width * b * s * (2 * h + 2 * kv + f) // 1
+        return layer_input + width * b * s * (2 * h + 2 * kv + f)
+    if policy == "dots_with_no_batch_dims_saveable":
+        inputs = 2 if config.activation == "swiglu" else 1
+        return layer_input + width * b * s * (2 * h + 2 * kv + inputs * f)
     raise ValueError(f"no closed form for policy {policy!r}")
+
+
+def nested_saved_bytes(config: TransformerConfig, batch: int, block: int) -> int:
+    """What `nested:B` keeps on the device at its peak, all layers together: the outer scan's
+    L/B block inputs plus the B layer inputs the inner scan saves while one block of layers is
+    recomputed for its backward pass, (L/B + B)·x with x a layer input."""
+    return (config.n_layers // block + block) * activation_bytes(config, batch, "full")
+
+
+def loss_saved_bytes(config: TransformerConfig, batch: int) -> int:
+    """Bytes the loss head keeps for the backward pass (plain: the fp32 softmax of the logits)."""
+    b, s = batch, config.seq_len
+    if config.loss == "plain":
+        return 4 * b * s * config.vocab + 8 * b * s
+    return DTYPE_BYTES[config.compute_dtype] * b * s * config.d_model + 4 * b * s
+
+
+def loss_chunk_bytes(config: TransformerConfig, batch: int) -> int:
+    """The logits the loss holds at once: all of them (16-bit and fp32) or one chunk's."""
+    positions = config.seq_len if config.loss == "plain" else config.loss_chunk_size
+    return (DTYPE_BYTES[config.compute_dtype] + 4) * batch * positions * config.vocab
+
+
+def fsdp_ways(config: TransformerConfig, devices: int, num_slices: int = 1) -> int:
+    """How many ways FSDP shards the weights: the slice's devices FSDP runs over (the whole
+    single-axis `data` axis on one slice; the ICI `fsdp` axis on several), as if `fsdp` were
+    on. Falls back to every device over tensor parallelism when the mesh cannot be planned."""
+    slices = max(num_slices, 1)
+    try:
+        plan = plan_mesh(dataclasses.replace(config, fsdp=True), slices,
+                         max(devices // slices, 1))
+    except UsageError:
+        return max(devices // (slices * config.tensor_parallel), 1)
+    return plan.ici_fsdp if plan.hybrid else plan.ici_data
+
+
+def parameters_per_device(config: TransformerConfig, parameters: int, devices: int,
+                          num_slices: int = 1) -> int:
+    """Parameters (and so the fp32 gradient accumulator, sharded like them) per device."""
+    ways = config.tensor_parallel
+    if config.fsdp:
+        ways *= fsdp_ways(config, devices, num_slices)
+    return parameters // max(ways, 1)
 
 
 def korthikanti_bytes(config: TransformerConfig, batch: int) -> int:
@@ -109,6 +191,10 @@ class AnalyticView:
     korthikanti_bytes: int
     state: StateBytes
     parameters: int
+    attention: str = "plain"
+    loss: str = "plain"
+    loss_saved_bytes: int = 0  # the loss head's saved bytes (plain: fp32 softmax of logits)
+    loss_chunk_bytes: int = 0  # the logits held at once
 
     def to_dict(self) -> dict:
         return {**asdict(self), "state": self.state.to_dict(),
@@ -117,12 +203,16 @@ class AnalyticView:
 
 
 def analytic_view(config: TransformerConfig, devices: int, parameters: int) -> AnalyticView:
-    batch = local_batch(config, devices)
-    policy = config.remat if config.remat in ("none", "save_named", *CHECKPOINT_POLICIES) \
-        else "full"
+    """Closed forms at one micro-batch of the per-device batch (the whole of it without
+    gradient accumulation): what one pass of the layers saves."""
+    batch = local_batch(config, devices) // max(config.micro_batches, 1)
+    policy = config.remat if config.remat in CLOSED_FORM_POLICIES else "full"
     return AnalyticView(
         layers=config.n_layers, local_batch=batch,
         per_layer_bytes=activation_bytes(config, batch, policy),
         per_layer_none_bytes=activation_bytes(config, batch, "none"),
         korthikanti_bytes=korthikanti_bytes(config, batch),
-        state=state_bytes_per_parameter(config), parameters=parameters)
+        state=state_bytes_per_parameter(config), parameters=parameters,
+        attention=config.attention, loss=config.loss,
+        loss_saved_bytes=loss_saved_bytes(config, batch),
+        loss_chunk_bytes=loss_chunk_bytes(config, batch))

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 
 from hloscope.analyses.cost.flops import flops
 from hloscope.analyses.memory.analysis import MemoryResult, TimelineStep, memory, xla_figures
-from hloscope.analyses.oom.analytic import AnalyticView, analytic_view, local_batch
+from hloscope.analyses.oom.analytic import (
+    AnalyticView,
+    analytic_view,
+    fsdp_ways,
+    local_batch,
+    parameters_per_device,
+)
 from hloscope.analyses.oom.capacity import Capacity
 from hloscope.analyses.oom.categories import SAVED_ACTIVATIONS, CategoryBytes, breakdown
 from hloscope.analyses.oom.groups import BufferGroup, ModelDims, group_buffers, stacked_layer_count
@@ -23,7 +29,7 @@ from hloscope.analyses.oom.remedies import (
     Remedy,
     fsdp_remedy,
     gradient_bytes,
-    micro_batch_remedy,
+    micro_batch_remedies,
     rank_remedies,
     remat_remedies,
 )
@@ -61,6 +67,7 @@ class OomDiagnosis(DataFrames):
     measured_saved_per_layer: int | None
     log: CompileLog | None
     notes: list[str] = field(default_factory=list)
+    num_slices: int = 1  # TPU multislice: FSDP shards inside one slice
 
     @property
     def fits(self) -> bool | None:
@@ -114,7 +121,8 @@ def diagnose(inputs: OomInputs, capacity: Capacity | None,
     diagnosis = OomDiagnosis(
         module.name, backend, inputs.devices or module.num_partitions, required, capacity,
         verdict.text if verdict else None, result, parts, groups[:top],
-        _around(result), sharding, [], None, _saved_per_layer(groups), inputs.log)
+        _around(result), sharding, [], None, _saved_per_layer(groups), inputs.log,
+        num_slices=inputs.num_slices)
     if inputs.config is not None:
         _model_view(diagnosis, inputs, groups, sweep_rows)
     diagnosis.notes = _notes(diagnosis, inputs)
@@ -152,7 +160,8 @@ def _dims(inputs: OomInputs) -> ModelDims | None:
     config = inputs.config
     if config is None:
         return None
-    return ModelDims(local_batch(config, inputs.devices or 1), config.seq_len, config.d_model,
+    batch = local_batch(config, inputs.devices or 1) // max(config.micro_batches, 1)
+    return ModelDims(batch, config.seq_len, config.d_model,
                      config.d_ff, config.n_heads, config.kv_heads, config.head_dim, config.vocab)
 
 
@@ -195,16 +204,17 @@ def _remedies(diagnosis: OomDiagnosis, config: TransformerConfig, groups: list[B
     rematted = config.rematted_layers if config.remat != "none" else config.n_layers
     parts = PeakParts.from_breakdown(diagnosis.by_category, _largest_saved(groups), rematted,
                                      ratio)
-    batch = local_batch(config, diagnosis.devices)
-    data = max(diagnosis.devices // config.tensor_parallel, 1)
+    devices, slices = diagnosis.devices, diagnosis.num_slices
+    batch = local_batch(config, devices)  # the per-shard batch (every micro-batch of it)
     capacity = None if diagnosis.capacity is None else diagnosis.capacity.bytes
-    per_device_params = _parameters_per_device(diagnosis, config)
-    found = remat_remedies(parts, config, batch, step_flops)
-    micro = micro_batch_remedy(parts, config, capacity, per_device_params, data)
+    per_device_params = parameters_per_device(config, param_count(config), devices, slices)
+    found = remat_remedies(parts, config, batch // max(config.micro_batches, 1), step_flops)
+    found += micro_batch_remedies(parts, config, capacity, per_device_params, batch)
     fsdp = None if config.fsdp else fsdp_remedy(parts, diagnosis.sharding,
                                                gradient_bytes(diagnosis.by_category),
-                                               config.n_layers, config)
-    found += [r for r in (micro, fsdp) if r is not None]
+                                               config.n_layers, config,
+                                               fsdp_ways(config, devices, slices))
+    found += [r for r in (fsdp,) if r is not None]
     if sweep_rows is not None:
         from hloscope.analyses.oom.compiled import attach_compiled
 
@@ -212,13 +222,6 @@ def _remedies(diagnosis: OomDiagnosis, config: TransformerConfig, groups: list[B
         if unmatched:
             diagnosis.notes.append("sweep variants without a remedy here: " + ", ".join(unmatched))
     return rank_remedies(found, capacity)
-
-
-def _parameters_per_device(diagnosis: OomDiagnosis, config: TransformerConfig) -> int:
-    parameters = param_count(config)
-    if config.fsdp:
-        return parameters // max(diagnosis.devices, 1)
-    return parameters // max(config.tensor_parallel, 1)
 
 
 def _notes(diagnosis: OomDiagnosis, inputs: OomInputs) -> list[str]:

@@ -27,6 +27,7 @@ class OomInputs:
     device: str | None = None  # the target's device name, e.g. "v5e"
     devices: int | None = None  # devices the program is partitioned over
     variant: str | None = None
+    num_slices: int = 1  # TPU multislice: slices joined by DCN (devices counts all of them)
 
     @property
     def module(self) -> HloModule:
@@ -40,7 +41,8 @@ def oom_inputs(program: Program) -> OomInputs:
     if build is not None:
         target = parse_target(build.target)
         return OomInputs(program, program.compile_log, build.config, target.spec,
-                         target.device.name, target.num_devices, build.variant)
+                         target.device.name, target.num_devices, build.variant,
+                         target.num_slices)
     capture = program.capture
     return OomInputs(program, program.compile_log,
                      target=capture.target if capture else None,

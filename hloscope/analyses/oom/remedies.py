@@ -3,27 +3,48 @@
 Predictions start from the live set at the peak, split into model state M (weights, optimizer
 state, gradients, inputs, outputs), saved activations S of L layers, and the rest R
 (temporaries, collective buffers). They are live-peak figures scaled by the measured ratio of
-XLA's allocation to the live peak, so they compare with the same figure the verdict uses.
+XLA's allocation to the live peak, so they compare with the same figure the verdict uses. x is
+one layer's 16-bit input (the layer scan's carry), ℓ the largest per-layer saved buffer of the
+compiled program (`largest_saved_per_layer`).
 
 - **remat policy p** (stronger than the current one): every layer keeps the closed-form bytes of
   p (`analytic.activation_bytes`); the rematerialised layer is recomputed just in time, so its
-  backward holds R plus the largest residual it recomputes (the largest per-layer saved
-  buffer):  M + L·a_p + R + largest.  Extra FLOPs: the forward matmuls p recomputes, per layer
-  (full: all; save_named / offload_named: Q·Kᵀ and the MLP's input projections).
+  backward holds R plus the largest residual it recomputes:  M + L·a_p + R + ℓ.  Extra FLOPs:
+  the forward matmuls p recomputes, per layer (full: all; save_named / offload_named: Q·Kᵀ and
+  the MLP's input projections; dots_with_no_batch_dims_saveable: Q·Kᵀ and P·V).
 - **offload_named**: as save_named on the host; on the device L·(layer input) plus one layer's
   named activations in flight to or from the host.
-- **micro-batches of B/k with gradient accumulation**: M + (S + R)/k + an fp32 gradient
-  accumulator (4 bytes per parameter on the device). No extra FLOPs; k smaller steps.
+- **nested:B** (`workloads/remat.py` `_nested_scan`: scan over L/B blocks of
+  remat(scan over B layers of remat(block))): the outer scan saves each block's input, L/B
+  carries; the backward pass of one block re-runs its inner scan, which saves that block's B
+  layer inputs, and then recomputes one layer at a time:  M + (L/B + B)·x + R + ℓ.  Minimal at
+  B = √L (2√L·x against full's L·x); B are the divisors of L nearest √L. Extra FLOPs: full's
+  recompute plus one more forward of every layer (the inner scan's forward runs in the outer
+  backward, then each layer again in the inner backward): 2 x full's.
+- **offload_carries** (and `offload_scan`): full remat with each layer's input in pinned host
+  memory; the device keeps one carry in flight each way and one layer's residuals:
+  M + 2·x + R + ℓ.  L·x bytes go to the host and come back each step; extra FLOPs as full.
+- **k micro-batches with gradient accumulation** (`micro_batches`, any divisor k of the
+  per-shard batch b that the current count m divides): M + (S + R)·m/k + an fp32 gradient
+  accumulator (4 bytes per parameter, sharded like the parameters: 1/(FSDP ways · tensor); only
+  added when the step had none, m = 1). No extra FLOPs; k smaller passes per update. Listed: the
+  smallest k predicted to fit and its neighbours among the divisors (one either side).
 - **FSDP over the data axis**: replicated weights and optimizer state (and their gradients)
   shrink to 1/N, plus one layer's gathered weights. No extra FLOPs; all-gathers and
-  reduce-scatters of the weights each step.
+  reduce-scatters of the weights each step. N is the devices FSDP runs over: one slice's (ICI)
+  on a multislice target, where data parallelism crosses the slices.
+
+Each remedy's name is the sweep variant it corresponds to (`remat:<variant>`: `remat:nested:8`,
+`remat:offload_carries`), so `oom --sweep DIR` attaches the compiled figure, and
+`prediction_error` is predicted / compiled - 1.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import asdict, dataclass
 
-from hloscope.analyses.oom.analytic import DTYPE_BYTES, activation_bytes
+from hloscope.analyses.oom.analytic import DTYPE_BYTES, activation_bytes, nested_saved_bytes
 from hloscope.analyses.oom.categories import (
     GRADIENTS,
     MODEL_STATE,
@@ -35,9 +56,15 @@ from hloscope.analyses.oom.sharding import ShardingFindings
 from hloscope.spec.config import TransformerConfig
 
 REMAT_ORDER = {"none": 0, "dots_saveable": 1, "dots_with_no_batch_dims_saveable": 1,
-               "save_named": 2, "offload_named": 3, "full": 4, "nothing_saveable": 4}
-REMAT_REMEDIES = ("save_named", "offload_named", "full")
-MICRO_BATCH_SPLITS = (2, 4, 8, 16)
+               "recompute:1": 1, "recompute:2": 1, "save_named": 2, "offload_named": 3,
+               "full": 4, "nothing_saveable": 4, "nested": 5, "offload_carries": 6,
+               "offload_scan": 6}
+"""How much a policy keeps on the device, strongest last: remedies weaker than the current
+policy are not proposed."""
+REMAT_REMEDIES = ("dots_with_no_batch_dims_saveable", "save_named", "offload_named", "full",
+                  "offload_carries")
+CARRIES_IN_FLIGHT = 2  # offload_carries: one layer input going out, one coming back
+MICRO_BATCH_NEIGHBOURS = 1  # divisors listed either side of the smallest that fits
 ACCUMULATOR_BYTES = 4
 
 
@@ -56,8 +83,15 @@ class Remedy:
     fits: bool | None = None
     rank: int | None = None
 
+    @property
+    def prediction_error(self) -> float | None:
+        """predicted / compiled - 1, when a compiled figure is attached."""
+        if not self.compiled_bytes:
+            return None
+        return self.predicted_bytes / self.compiled_bytes - 1
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "prediction_error": self.prediction_error}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,27 +117,73 @@ class PeakParts:
         return round(live * self.allocation_ratio)
 
 
+def current_strength(config: TransformerConfig) -> int:
+    """REMAT_ORDER of the config's own policy (nested scan remat counted as `nested`)."""
+    if config.remat_block:
+        return REMAT_ORDER["nested"]
+    return REMAT_ORDER.get(config.remat, 0)
+
+
 def remat_remedies(parts: PeakParts, config: TransformerConfig, batch: int,
                    step_flops: int | None) -> list[Remedy]:
-    current = REMAT_ORDER.get(config.remat, 0)
+    """Stronger remat policies: jax's, carry offload, and nested remat of blocks near √L."""
+    current = current_strength(config)
     found = []
     for policy in REMAT_REMEDIES:
         if REMAT_ORDER[policy] <= current and config.remat != "none":
             continue
-        kept = parts.layers * activation_bytes(config, batch, policy)
-        live = parts.model_state + kept + parts.rest + parts.largest_saved_per_layer
-        if policy == "offload_named":
-            named = activation_bytes(config, batch, "save_named")
-            live += named - activation_bytes(config, batch, "full")
+        live = parts.model_state + _kept(parts, config, batch, policy) + parts.rest \
+            + parts.largest_saved_per_layer
         flops = parts.layers * recompute_flops(config, batch, policy)
         found.append(Remedy(
             f"remat:{policy}", f"remat policy {policy} (--policy {policy})",
             parts.scaled(live), flops, _fraction(flops, step_flops),
             _remat_cost(policy, config, batch, parts.layers), {"remat": policy}))
+    if current < REMAT_ORDER["nested"] or config.remat == "none":
+        found += [_nested_remedy(parts, config, batch, block, step_flops)
+                  for block in nested_blocks(config.n_layers)]
     return found
 
 
+def _kept(parts: PeakParts, config: TransformerConfig, batch: int, policy: str) -> int:
+    """Device bytes the layers keep under `policy` (all layers, with what is in flight)."""
+    if policy == "offload_carries":
+        return CARRIES_IN_FLIGHT * activation_bytes(config, batch, "full")
+    kept = parts.layers * activation_bytes(config, batch, policy)
+    if policy == "offload_named":
+        kept += activation_bytes(config, batch, "save_named") \
+            - activation_bytes(config, batch, "full")
+    return kept
+
+
+def nested_blocks(layers: int) -> list[int]:
+    """Block sizes B for `nested:B`: the divisors of L strictly between 1 and L nearest √L
+    (the nearest below and above, one when √L is a divisor)."""
+    inner = [d for d in range(2, layers) if layers % d == 0]
+    root = math.sqrt(layers)
+    below = [d for d in inner if d <= root]
+    above = [d for d in inner if d >= root]
+    return sorted({*below[-1:], *above[:1]})
+
+
+def _nested_remedy(parts: PeakParts, config: TransformerConfig, batch: int, block: int,
+                   step_flops: int | None) -> Remedy:
+    live = parts.model_state + nested_saved_bytes(config, batch, block) + parts.rest \
+        + parts.largest_saved_per_layer
+    flops = 2 * parts.layers * recompute_flops(config, batch, "full")
+    name = f"nested:{block}"
+    return Remedy(
+        f"remat:{name}", f"checkpointing scan of {config.n_layers // block} blocks of {block} "
+        f"layers (--policy {name})", parts.scaled(live), flops, _fraction(flops, step_flops),
+        "recomputes every layer's forward twice (the inner scan, then the layer)",
+        {"remat": name})
+
+
 def _remat_cost(policy: str, config: TransformerConfig, batch: int, layers: int) -> str:
+    if policy == "offload_carries":
+        carries = layers * activation_bytes(config, batch, "full")
+        return (f"recomputes forward work; moves {2 * carries:,} bytes of layer inputs over the "
+                f"host link per step (out and back) and holds {carries:,} in pinned host memory")
     if policy != "offload_named":
         return "recomputes forward work in the backward pass"
     named = activation_bytes(config, batch, "save_named") - activation_bytes(config, batch, "full")
@@ -117,34 +197,48 @@ def recompute_flops(config: TransformerConfig, batch: int, policy: str) -> int:
     kv = config.kv_heads * config.head_dim
     mlp_inputs = (2 if config.activation == "swiglu" else 1) * 2 * b * s * h * f
     scores = 2 * b * s * s * h
-    if policy in ("full", "nothing_saveable"):
+    if policy in ("full", "nothing_saveable", "offload_carries", "offload_scan"):
         projections = 2 * b * s * h * (2 * h + 2 * kv) + 2 * b * s * f * h
         return projections + mlp_inputs + 2 * scores
+    if policy == "dots_with_no_batch_dims_saveable":
+        return 2 * scores
     return scores + mlp_inputs
 
 
-def micro_batch_remedy(parts: PeakParts, config: TransformerConfig, capacity: int | None,
-                       parameters_per_device: int, data: int) -> Remedy | None:
-    """The fewest micro-batches (of a batch the data axis still splits) predicted to fit."""
-    for split in MICRO_BATCH_SPLITS:
-        if config.batch % (split * data):
-            break
-        accumulator = ACCUMULATOR_BYTES * parameters_per_device
-        live = parts.model_state + (parts.saved + parts.rest) / split + accumulator
-        predicted = parts.scaled(live)
-        if capacity is None or predicted <= capacity or split == MICRO_BATCH_SPLITS[-1]:
-            return Remedy(
-                f"micro-batch:{split}",
-                f"{split} micro-batches of {config.batch // split} with gradient accumulation",
-                predicted, 0, 0.0,
-                f"{split} smaller steps per update; an fp32 accumulator of "
-                f"{accumulator:,} bytes", {"batch": config.batch // split})
-    return None
+def micro_batch_divisors(per_shard_batch: int, current: int = 1) -> list[int]:
+    """Micro-batch counts k > `current` that split the per-shard batch and that `current`
+    divides (so the step's own micro-batches split evenly): every divisor, not powers of 2."""
+    return [k for k in range(current + 1, per_shard_batch + 1)
+            if per_shard_batch % k == 0 and k % current == 0]
+
+
+def micro_batch_remedies(parts: PeakParts, config: TransformerConfig, capacity: int | None,
+                         parameters_per_device: int, per_shard_batch: int) -> list[Remedy]:
+    """The smallest micro-batch count predicted to fit, with its neighbouring divisors."""
+    current = max(config.micro_batches, 1)
+    counts = micro_batch_divisors(per_shard_batch, current)
+    if not counts:
+        return []
+    accumulator = ACCUMULATOR_BYTES * parameters_per_device if current == 1 else 0
+    predicted = {k: parts.scaled(parts.model_state + (parts.saved + parts.rest) * current / k
+                                 + accumulator) for k in counts}
+    fitting = [n for n, k in enumerate(counts) if capacity is None or predicted[k] <= capacity]
+    pick = fitting[0] if fitting else len(counts) - 1
+    chosen = counts[max(pick - MICRO_BATCH_NEIGHBOURS, 0): pick + MICRO_BATCH_NEIGHBOURS + 1]
+    return [Remedy(
+        f"micro-batch:{k}", f"{k} micro-batches of {per_shard_batch // k} sequences per shard "
+        f"with gradient accumulation (--micro-batches {k})", predicted[k], 0, 0.0,
+        f"{k} smaller passes per update; an fp32 accumulator of {accumulator:,} bytes "
+        "(sharded like the parameters)", {"micro_batches": k}) for k in chosen]
 
 
 def fsdp_remedy(parts: PeakParts, sharding: ShardingFindings, live_gradients: int,
-                layers: int, config: TransformerConfig | None) -> Remedy | None:
-    ways = sharding.partitions // (config.tensor_parallel if config else 1)
+                layers: int, config: TransformerConfig | None,
+                ways: int | None = None) -> Remedy | None:
+    """`ways`: the devices FSDP would shard over (`analytic.fsdp_ways`: one slice's on a
+    multislice target); default every partition over tensor parallelism."""
+    if ways is None:
+        ways = sharding.partitions // (config.tensor_parallel if config else 1)
     if ways < 2 or sharding.replicated_state_bytes == 0:
         return None
     freed = sharding.savings_if_sharded(ways) + live_gradients - live_gradients // ways
