@@ -14,7 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hloscope.analyses.oom.analytic import activation_bytes_none, state_bytes_per_parameter
+from hloscope.analyses.oom.analytic import (
+    activation_bytes,
+    activation_bytes_none,
+    state_bytes_per_parameter,
+)
 from hloscope.cli.main import cli
 from hloscope.devices import GIB, JAX_DEFAULT_GPU_MEMORY_FRACTION, get_device
 from hloscope.spec.config import param_count
@@ -105,6 +109,25 @@ def test_sweep_rows_become_compiled_facts(tmp_path: Path) -> None:
     assert any("dots_saveable" in note for note in data["notes"])
 
 
+def test_new_remedies_attach_their_sweep_variants_with_the_error(tmp_path: Path) -> None:
+    names = ["nested:2", "offload_carries", "dots_with_no_batch_dims_saveable"]
+    rows = [{"variant": name, "required_bytes": 4_000_000_000, "fits": True} for name in names]
+    (tmp_path / "sweep.json").write_text(json.dumps({"variants": rows}))
+    _, data = oom_json(str(OOM), "--sweep", str(tmp_path))
+    by_name = {r["name"]: r for r in data["remedies"]}
+    for name in names:
+        remedy = by_name[f"remat:{name}"]
+        assert remedy["compiled_bytes"] == 4_000_000_000
+        assert remedy["prediction_error"] == pytest.approx(
+            remedy["predicted_bytes"] / 4_000_000_000 - 1)
+    assert not any("without a remedy" in note for note in data["notes"])
+    assert {"micro-batch:2", "micro-batch:4"} <= set(by_name)  # local batch 32: 2 fits
+    _, text = run("oom", str(OOM), "--sweep", str(tmp_path))
+    line = next(line for line in text.splitlines() if "remat:offload_carries" in line)
+    error = by_name["remat:offload_carries"]["prediction_error"]
+    assert f"{error * 100:.1f}%" in line and "error" in text
+
+
 def test_gpu_compile_over_a_small_capacity() -> None:
     meta = json.loads((GPU / "meta.json").read_text())
     code, data = oom_json(str(GPU), "--capacity", "100MiB")
@@ -150,12 +173,38 @@ def test_bad_input_exit_codes(args: tuple[str, ...], exit_code: int) -> None:
     assert code == exit_code and output.startswith("error:") and "Traceback" not in output
 
 
+SMALL_LLAMA = {"batch": 2, "seq_len": 16, "d_model": 64, "n_heads": 8, "n_kv_heads": 2,
+               "d_ff": 96, "vocab": 128}
+BLOCKWISE = {"attention": "blockwise", "attention_q_block": 4, "attention_kv_block": 4}
+
+
 @pytest.mark.parametrize("model, overrides", [
     ("tiny", {"batch": 2, "seq_len": 16}),
-    ("llama-1b", {"batch": 2, "seq_len": 16, "d_model": 64, "n_heads": 8, "n_kv_heads": 2,
-                  "d_ff": 96, "vocab": 128}),
+    ("llama-1b", SMALL_LLAMA),
+    ("tiny", {"batch": 2, "seq_len": 16, **BLOCKWISE}),
+    ("llama-1b", {**SMALL_LLAMA, **BLOCKWISE}),
 ])
 def test_activation_closed_form_equals_jax_residuals(model: str, overrides: dict) -> None:
+    config = preset_config(model, **overrides)
+    saved = _block_residuals(config, None)
+    per_batch = [aval for aval, _ in saved if aval.ndim >= 2 and aval.shape[0] == config.batch]
+    assert sum(a.size * a.dtype.itemsize for a in per_batch) + _rope(saved, config) == \
+        activation_bytes_none(config, config.batch)
+
+
+@pytest.mark.parametrize("model, overrides", [
+    ("tiny", {"batch": 2, "seq_len": 16}), ("llama-1b", {**SMALL_LLAMA, **BLOCKWISE})])
+def test_dots_with_no_batch_dims_closed_form_equals_jax_residuals(model: str,
+                                                                  overrides: dict) -> None:
+    config = preset_config(model, **overrides)
+    saved = _block_residuals(config, "dots_with_no_batch_dims_saveable")
+    per_batch = [aval for aval, _ in saved if aval.ndim >= 2 and aval.shape[0] == config.batch]
+    assert sum(a.size * a.dtype.itemsize for a in per_batch) == \
+        activation_bytes(config, config.batch, "dots_with_no_batch_dims_saveable")
+
+
+def _block_residuals(config, policy: str | None) -> list:
+    """What JAX saves for one block's backward pass, under `jax.checkpoint(policy)` if given."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
     from jax._src.ad_checkpoint import saved_residuals
@@ -163,14 +212,16 @@ def test_activation_closed_form_equals_jax_residuals(model: str, overrides: dict
     from hloscope.workloads.layers import block
     from hloscope.workloads.transformer import _is_shape, block_shapes
 
-    config = preset_config(model, **overrides)
     params = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, jnp.bfloat16), block_shapes(config),
                           is_leaf=_is_shape)
     x = jax.ShapeDtypeStruct((config.batch, config.seq_len, config.d_model), jnp.bfloat16)
-    saved = saved_residuals(lambda x, p: block(x, p, config).astype(jnp.float32).sum(), x, params)
-    per_batch = [aval for aval, _ in saved if aval.ndim >= 2 and aval.shape[0] == config.batch]
-    assert sum(a.size * a.dtype.itemsize for a in per_batch) + _rope(saved, config) == \
-        activation_bytes_none(config, config.batch)
+
+    def run(x, p):
+        return block(x, p, config)
+
+    if policy is not None:
+        run = jax.checkpoint(run, policy=getattr(jax.checkpoint_policies, policy))
+    return saved_residuals(lambda x, p: run(x, p).astype(jnp.float32).sum(), x, params)
 
 
 def _rope(saved: list, config) -> int:
