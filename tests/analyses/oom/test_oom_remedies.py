@@ -2,9 +2,11 @@
 
 The truth is libtpu's own: the device memory XLA's buffer assignment needs for the remedied
 config (the memory-usage report's default-space total, what libtpu compares with the usable
-HBM). The micro-batch remedy is compiled as one step at the micro-batch; its prediction also
-holds the fp32 gradient accumulator (4 bytes per parameter), well under 1% here. Six compiles:
-marked slow (run with `-m slow`).
+HBM). Micro-batch remedies are compiled with the step's gradient accumulation
+(`micro_batches`: a scan over micro-batches with an fp32 accumulator). One compile per remedy
+(ten or so): marked slow (run with `-m slow`). Remedies whose predictions are within the
+tolerance of each other (save_named and dots_with_no_batch_dims_saveable keep the same bytes on
+a GELU block; nested:2 of 4 layers keeps as many carries as full) are not ordered.
 """
 from __future__ import annotations
 
@@ -53,5 +55,7 @@ def test_remedies_predict_their_compiled_peaks(tmp_path: Path) -> None:
     print("\n".join(lines))
     for remedy in diagnosis.remedies:
         assert abs(remedy.predicted_bytes / compiled[remedy.name] - 1) < TOLERANCE, lines
-    by_prediction = sorted(diagnosis.remedies, key=lambda r: r.predicted_bytes)
-    assert [r.name for r in by_prediction] == sorted(compiled, key=compiled.get), lines
+    for a in diagnosis.remedies:
+        for b in diagnosis.remedies:
+            if a.predicted_bytes < b.predicted_bytes * (1 - TOLERANCE):
+                assert compiled[a.name] < compiled[b.name], lines
