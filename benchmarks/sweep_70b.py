@@ -71,7 +71,13 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--policies", default="full,nested:8,offload_carries")
     parser.add_argument("--cache", default=None, help="cache folder (default: a fresh one)")
+    parser.add_argument("--summarise", action="store_true",
+                        help="print OUT_DIR's sweep.json and rss.json; compile nothing")
     args = parser.parse_args()
+    if args.summarise:
+        print((args.out / "rss.json").read_text().strip())
+        print("\n".join(summary_lines(json.loads((args.out / "sweep.json").read_text()))))
+        return 0
     cache = args.cache or str(args.out.with_name(args.out.name + "-cache"))
     command = [sys.executable, "-m", "hloscope", "sweep", "--model", "llama-70b",
                "--target", "tpu:v6e-128", "--num-slices", "4", "--seq", "4096",
@@ -92,16 +98,36 @@ def main() -> int:
     (args.out / "rss.json").write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
     try:
-        rows = json.loads(output).get("variants", [])
+        document = json.loads(output)
     except json.JSONDecodeError:
         print(output[-3000:])
         return 1
-    for row in rows:
-        hlo = row.get("hlo") or {}
-        print(f"{row.get('variant')}: status={row.get('status')} fits={row.get('fits')} "
-              f"required={row.get('required_bytes')} flops={hlo.get('total_flops')} "
-              f"step={row.get('step_seconds')}")
+    print("\n".join(summary_lines(document)))
     return process.returncode
+
+
+def summary_lines(document: dict) -> list[str]:
+    """The sweep's verdict and, per variant, what decides it (bytes per device)."""
+    gib = 1 << 30
+    lines = [f"{document['target_description']}; winner: {document['winner']}"]
+    for row in document["variants"]:
+        host = row.get("host_fit_reason") or ""
+        lines.append(
+            f"{row['variant']}: {row['outcome']}; required {row['required_bytes'] / gib:.2f} GiB "
+            f"of {row['capacity_bytes'] / gib:.2f} GiB ({row['required_source']}); live peak "
+            f"{row['live_peak_bytes'] / gib:.2f} GiB; FLOPs {row['total_flops'] / 1e15:.3f} P "
+            f"(forward {row['forward_flops'] / 1e15:.3f} P, recomputed "
+            f"{row['recompute_flops'] / 1e15:.3f} P); to host {row['to_host_bytes'] / gib:.1f} "
+            f"GiB; DCN {row['dcn_collective_bytes'] / gib:.2f} GiB, ICI "
+            f"{row['ici_collective_bytes'] / gib:.1f} GiB; step {_seconds(row, 'overlapped')}"
+            f"-{_seconds(row, 'serial')} s; compiled in {row['compile_seconds']:.0f} s; "
+            f"{row['reason']}{'; ' + host if host else ''}")
+    return lines
+
+
+def _seconds(row: dict, bound: str) -> str:
+    value = row.get(f"{bound}_seconds")
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 if __name__ == "__main__":
