@@ -76,7 +76,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.summarise:
         print((args.out / "rss.json").read_text().strip())
-        print("\n".join(summary_lines(json.loads((args.out / "sweep.json").read_text()))))
+        document = json.loads((args.out / "sweep.json").read_text())
+        print("\n".join(summary_lines(document) + layer_stack_lines(document)))
         return 0
     cache = args.cache or str(args.out.with_name(args.out.name + "-cache"))
     command = [sys.executable, "-m", "hloscope", "sweep", "--model", "llama-70b",
@@ -102,7 +103,7 @@ def main() -> int:
     except json.JSONDecodeError:
         print(output[-3000:])
         return 1
-    print("\n".join(summary_lines(document)))
+    print("\n".join(summary_lines(document) + layer_stack_lines(document)))
     return process.returncode
 
 
@@ -122,6 +123,41 @@ def summary_lines(document: dict) -> list[str]:
             f"{row['ici_collective_bytes'] / gib:.1f} GiB; step {_seconds(row, 'overlapped')}"
             f"-{_seconds(row, 'serial')} s; compiled in {row['compile_seconds']:.0f} s; "
             f"{row['reason']}{'; ' + host if host else ''}")
+    return lines
+
+
+def layer_stack_flops(build_folder: str) -> dict[str, int]:
+    """FLOPs per device of the layer scan alone (op_names under `layers`), by phase: the LM head
+    and the optimizer left out, as the note's 3·L·F / 4·L·F / 5·L·F count."""
+    from hloscope.analyses.cost.flops import cost_analysis, costed_charges
+    from hloscope.analyses.cost.phases import scope_path
+    from hloscope.loader.hlo_input import load_input
+
+    sums: dict[str, int] = {}
+    for charge in costed_charges(cost_analysis(load_input(build_folder))):
+        if charge.op_name and "layers" in scope_path(charge.op_name):
+            sums[str(charge.phase)] = sums.get(str(charge.phase), 0) + charge.cost.flops
+    return sums
+
+
+def layer_stack_lines(document: dict) -> list[str]:
+    """delta (the share of a block's forward JAX does not recompute under full remat) from the
+    offload_carries build (full remat, carries on the host), and the closed-form ratios."""
+    stacks = {row["variant"]: layer_stack_flops(row["build_folder"])
+              for row in document["variants"] if row.get("build_folder")}
+    lines = [f"layer stack {name}: " + ", ".join(f"{phase} {flops / 1e15:.4f} P"
+                                                for phase, flops in sorted(sums.items()))
+             for name, sums in stacks.items()]
+    full, nested = stacks.get("offload_carries"), stacks.get("nested:8")
+    if full and nested:
+        forward = full["forward"]
+        delta = 1 - full.get("recompute", 0) / forward
+        measured = sum(nested.values()) / sum(full.values())
+        predicted = (5 - delta) / (4 - delta)
+        lines.append(f"delta = 1 - recompute/forward = {delta:.4f}; nested/full layer-stack FLOPs "
+                     f"{measured:.4f} vs (5-delta)/(4-delta) = {predicted:.4f} "
+                     f"({measured / predicted - 1:+.2%}); backward/forward "
+                     f"{full['backward'] / forward:.4f}")
     return lines
 
 
