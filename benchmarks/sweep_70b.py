@@ -6,7 +6,7 @@ compile child — from /proc once a second. Prints the wall time, the peak RSS o
 process and of the whole tree, and the sweep's own rows (verdict, required bytes, FLOPs, step
 estimate), and writes the sweep folder and `rss.json` beside it.
 
-    python benchmarks/sweep_70b.py OUT_DIR [--policies full,nested:8,offload_carries]
+    python benchmarks/sweep_70b.py OUT_DIR [--policies none,full,nested:8,offload_carries]
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ class RssSampler(threading.Thread):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--policies", default="full,nested:8,offload_carries")
+    parser.add_argument("--policies", default="none,full,nested:8,offload_carries")
     parser.add_argument("--cache", default=None, help="cache folder (default: a fresh one)")
     parser.add_argument("--summarise", action="store_true",
                         help="print OUT_DIR's sweep.json and rss.json; compile nothing")
@@ -158,6 +158,13 @@ def layer_stack_lines(document: dict) -> list[str]:
                      f"{measured:.4f} vs (5-delta)/(4-delta) = {predicted:.4f} "
                      f"({measured / predicted - 1:+.2%}); backward/forward "
                      f"{full['backward'] / forward:.4f}")
+    none = stacks.get("none")
+    if full and none:
+        measured = sum(full.values()) / sum(none.values())
+        predicted = (4 - delta) / 3
+        lines.append(f"full/none layer-stack FLOPs {measured:.4f} vs (4-delta)/3 = "
+                     f"{predicted:.4f} ({measured / predicted - 1:+.2%}); none's backward/forward "
+                     f"{none['backward'] / none['forward']:.4f}")
     return lines
 
 
