@@ -18,8 +18,8 @@ from pathlib import Path
 
 from hloscope.spec.policies import parse_variants
 from hloscope.spec.presets import preset_config
-from hloscope.sweep.core import SweepRequest, run_sweep
-from hloscope.sweep.executor_base import ExecutorSpec
+from hloscope.sweeps.core import SweepRequest, run_sweep
+from hloscope.sweeps.executor_base import ExecutorSpec
 
 DEFAULT_POLICIES = "none,full,dots_saveable,save_named,nothing_saveable,partial:1"
 WORKERS = (1, 2)

@@ -23,9 +23,6 @@ per table; a dict of them when there are several).
 """
 from __future__ import annotations
 
-import sys
-import types
-
 from hloscope.analyses.cost import CostOptions
 from hloscope.analyses.cost.flops import FlopsResult
 from hloscope.analyses.cost.remat import RematResult
@@ -86,22 +83,3 @@ __all__ = [
     "sweep",
     "trace",
 ]
-
-
-class _Package(types.ModuleType):
-    """`hloscope.sweep` is both the API function and the subpackage of sweeps. Importing a
-    subpackage sets it as an attribute of its parent, which would replace the function; as a
-    property of the package's class, the function stays what `hloscope.sweep` names (the
-    subpackage is still imported as usual: `from hloscope.sweep.core import ...`)."""
-
-    @property
-    def sweep(self) -> types.FunctionType:
-        return self.__dict__.get("_sweep_function", sweep)
-
-    @sweep.setter
-    def sweep(self, value: object) -> None:
-        if not isinstance(value, types.ModuleType):  # a test may replace the function
-            self.__dict__["_sweep_function"] = value
-
-
-sys.modules[__name__].__class__ = _Package

@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from hloscope.analyses.trace.analysis import TraceResult
     from hloscope.formats.snapshot import Snapshot
     from hloscope.spec.config import TransformerConfig
-    from hloscope.sweep.core import SweepListener, SweepRequest, SweepResult
-    from hloscope.sweep.executors import ExecutorSpec
-    from hloscope.sweep.grid import Grid
+    from hloscope.sweeps.core import SweepListener, SweepRequest, SweepResult
+    from hloscope.sweeps.executors import ExecutorSpec
+    from hloscope.sweeps.grid import Grid
 
 ModuleLike = Program | HloModule | str | Path
 
@@ -214,7 +214,7 @@ def build(output: str | Path, model: str = "tiny", policy: str = "none", target:
 
     config = config or preset_config(model, **overrides)
     variant = parse_variant(policy, config)
-    parsed = parse_target(_target_spec(target, num_slices, allow_any_topology))
+    parsed = parse_target(target, num_slices, allow_any_topology)
     config.check_placement(parsed.backend, parsed.num_devices // config.tensor_parallel)
     spec = BuildSpec(model, variant.name, parsed.spec, variant.apply(config),
                      flags=_compile_flags(xla_flags))
@@ -261,9 +261,9 @@ def sweep(model: str = "tiny", policies: str = "all", target: str = "cpu",
     sweep.json and every variant's build folder (refused when not empty, unless `force`);
     `cache` a build cache (one of the two is needed); `grid` sweeps several batch and sequence
     lengths, `search_batch` finds each variant's largest batch that fits (`search_window` steps
-    above it compiled and failing, at most `max_probes` compiles; `hloscope.sweep.search`).
+    above it compiled and failing, at most `max_probes` compiles; `hloscope.sweeps.search`).
     `num_slices`, `allow_any_topology` and `xla_flags` as in `build`."""
-    from hloscope.sweep.core import run_sweep_folder
+    from hloscope.sweeps.core import run_sweep_folder
 
     request = sweep_request(model, policies, target, output, config, grid, search_batch,
                             max_batch, executor, jobs, retries, cache, timeout,
@@ -285,15 +285,16 @@ def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu
     """What `sweep` runs, from its arguments (the CLI builds its request here too)."""
     from hloscope.spec.policies import parse_variants
     from hloscope.spec.presets import preset_config
-    from hloscope.sweep.core import SweepRequest
-    from hloscope.sweep.executors import ExecutorSpec
-    from hloscope.sweep.scheduler import DEFAULT_RETRIES
-    from hloscope.sweep.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
+    from hloscope.spec.targets import target_spec
+    from hloscope.sweeps.core import SweepRequest
+    from hloscope.sweeps.executors import ExecutorSpec
+    from hloscope.sweeps.scheduler import DEFAULT_RETRIES
+    from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 
     config = config or preset_config(model, **overrides)
     return SweepRequest(
         model=model, base=config, variants=tuple(parse_variants(policies, config)),
-        target=_target_spec(target, num_slices, allow_any_topology), jobs=jobs,
+        target=target_spec(target, num_slices, allow_any_topology), jobs=jobs,
         search_batch=search_batch, flags=_compile_flags(xla_flags),
         max_batch=max_batch, cache_root=None if cache is None else Path(cache),
         out_dir=None if output is None else Path(output), timeout=timeout, grid=grid,
@@ -301,12 +302,6 @@ def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu
         retries=DEFAULT_RETRIES if retries is None else retries,
         search_window=DEFAULT_WINDOW if search_window is None else search_window,
         max_probes=DEFAULT_MAX_PROBES if max_probes is None else max_probes)
-
-
-def _target_spec(target: str, num_slices: int | None, allow_any_topology: bool) -> str:
-    from hloscope.spec.targets import target_spec
-
-    return target_spec(target, num_slices, allow_any_topology)
 
 
 def _compile_flags(xla_flags: Sequence[str]) -> Any:

@@ -196,7 +196,7 @@ def test_only_workloads_imports_jax() -> None:
 
 def test_only_the_ray_executor_imports_ray() -> None:
     outside = [f"{edge.importer}:{edge.line}" for edge in imports()
-               if edge.imported == "ray" and edge.importer != "hloscope.sweep.ray_executor"]
+               if edge.imported == "ray" and edge.importer != "hloscope.sweeps.ray_executor"]
     assert not outside, "\n".join(outside)
 
 

@@ -8,7 +8,7 @@ from typing import TextIO
 
 import click
 
-from hloscope.sweep.core import TaskOutcome
+from hloscope.sweeps.core import TaskOutcome
 
 BAR_WIDTH = 24
 

@@ -21,11 +21,11 @@ from hloscope.formats.sweep import SWEEP_FILE
 from hloscope.reports.sweep import sweep_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import POLICY_HELP
-from hloscope.sweep.core import run_sweep_folder
-from hloscope.sweep.executors import LOCAL_SLOTS, ExecutorSpec
-from hloscope.sweep.grid import Grid
-from hloscope.sweep.scheduler import DEFAULT_RETRIES
-from hloscope.sweep.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
+from hloscope.sweeps.core import run_sweep_folder
+from hloscope.sweeps.executors import LOCAL_SLOTS, ExecutorSpec
+from hloscope.sweeps.grid import Grid
+from hloscope.sweeps.scheduler import DEFAULT_RETRIES
+from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 
 
 @click.command("sweep")

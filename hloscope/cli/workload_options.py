@@ -16,8 +16,8 @@ from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_n
 from hloscope.spec.config import ATTENTIONS, DTYPES, LOSSES, TransformerConfig
 from hloscope.spec.presets import preset_config, preset_names
 from hloscope.spec.targets import EXAMPLES, target_spec
-from hloscope.sweep.executor_base import EXECUTORS, ExecutorSpec
-from hloscope.sweep.grid import Grid, parse_int_list
+from hloscope.sweeps.executor_base import EXECUTORS, ExecutorSpec
+from hloscope.sweeps.grid import Grid, parse_int_list
 from hloscope.workloads.cache import default_cache_dir
 
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])

@@ -1,7 +1,7 @@
 """A `hloscope sweep -o DIR` folder: the ranked variants and each one's build folder.
 
     sweep.json     hloscope/sweep/v1: the model, target, capacity, grid, the winner and one flat
-                   row per variant (`hloscope.sweep.rows`: fit, memory, FLOPs, step estimate,
+                   row per variant (`hloscope.sweeps.rows`: fit, memory, FLOPs, step estimate,
                    where its build folder is)
     builds/<case>  each variant's `hloscope build` folder
 

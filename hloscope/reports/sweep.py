@@ -5,7 +5,7 @@ from typing import Any
 
 from hloscope.analyses.summary.variant import BuildSummary
 from hloscope.reports.report import Column, Quantity, Report, Table
-from hloscope.sweep.core import SweepResult
+from hloscope.sweeps.core import SweepResult
 
 _VARIANT_COLUMNS = [
     Column("variant", "variant"),

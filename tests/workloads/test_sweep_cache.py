@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from hloscope.cli.main import cli
 from hloscope.spec.policies import parse_variant
 from hloscope.spec.presets import preset_config
-from hloscope.sweep.tasks import CompileTask, receive, run_task
+from hloscope.sweeps.tasks import CompileTask, receive, run_task
 from hloscope.workloads.build import BuildSpec
 from hloscope.workloads.cache import BuildCache
 from hloscope.workloads.seal import SEAL, folder_files, seal_problem

@@ -23,8 +23,8 @@ from hloscope.spec.policies import (
     parse_variants,
 )
 from hloscope.spec.presets import PRESETS, PUBLISHED_PARAMETERS, preset_config
-from hloscope.sweep.ranking import rank_variants
-from hloscope.sweep.search import BatchSearch
+from hloscope.sweeps.ranking import rank_variants
+from hloscope.sweeps.search import BatchSearch
 from hloscope.workloads.build import BuildSpec
 from hloscope.workloads.fingerprint import file_fingerprint, normalized_hlo
 
@@ -210,7 +210,7 @@ def test_the_parent_side_never_imports_jax() -> None:
 
     from conftest import REPO
 
-    modules = ("hloscope.cli.main", "hloscope.sweep.core", "hloscope.workloads.build",
+    modules = ("hloscope.cli.main", "hloscope.sweeps.core", "hloscope.workloads.build",
                "hloscope.workloads.cache", "hloscope.analyses.summary.variant",
                "hloscope.spec.policies", "hloscope.spec.presets",
                "hloscope.reports.sweep", "hloscope.analyses.memory.host_offload")

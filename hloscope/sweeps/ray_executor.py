@@ -18,8 +18,8 @@ from typing import Any
 
 from hloscope.errors import ClusterUnreachableError, UsageError
 from hloscope.optional import require
-from hloscope.sweep.executor_base import Completion, ExecutorSpec
-from hloscope.sweep.tasks import CompileTask, run_task
+from hloscope.sweeps.executor_base import Completion, ExecutorSpec
+from hloscope.sweeps.tasks import CompileTask, run_task
 
 TASK_MEMORY_GIB = {"cpu": 1.0, "gpu": 2.0, "tpu": 3.0}  # a compile's resident size, measured
 CPUS_PER_COMPILE = 1

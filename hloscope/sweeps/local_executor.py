@@ -16,8 +16,8 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from hloscope.sweep.executor_base import Completion
-from hloscope.sweep.tasks import CompileTask, run_task
+from hloscope.sweeps.executor_base import Completion
+from hloscope.sweeps.tasks import CompileTask, run_task
 
 LOCAL_SLOTS = 2  # a TPU compile takes ~2 GB and a core; this machine has two
 

@@ -25,14 +25,14 @@ from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.policies import Variant
 from hloscope.spec.targets import parse_target
-from hloscope.sweep.executor_base import ExecutorSpec
-from hloscope.sweep.executors import open_executor
-from hloscope.sweep.faults import attempts_to_kill
-from hloscope.sweep.grid import Case, Grid, sweep_cases
-from hloscope.sweep.ranking import Verdict, rank_variants
-from hloscope.sweep.rows import VariantOutcome, variant_row
-from hloscope.sweep.scheduler import DEFAULT_RETRIES, Plan, Scheduler, SweepListener
-from hloscope.sweep.search import (
+from hloscope.sweeps.executor_base import ExecutorSpec
+from hloscope.sweeps.executors import open_executor
+from hloscope.sweeps.faults import attempts_to_kill
+from hloscope.sweeps.grid import Case, Grid, sweep_cases
+from hloscope.sweeps.ranking import Verdict, rank_variants
+from hloscope.sweeps.rows import VariantOutcome, variant_row
+from hloscope.sweeps.scheduler import DEFAULT_RETRIES, Plan, Scheduler, SweepListener
+from hloscope.sweeps.search import (
     DEFAULT_MAX_PROBES,
     DEFAULT_WINDOW,
     END_BUDGET,
@@ -40,8 +40,8 @@ from hloscope.sweep.search import (
     BatchSearch,
     FixedBatch,
 )
-from hloscope.sweep.tasks import CompileTask, TaskOutcome
-from hloscope.sweep.transfer import Probe
+from hloscope.sweeps.tasks import CompileTask, TaskOutcome
+from hloscope.sweeps.transfer import Probe
 from hloscope.workloads.build import BuildSpec, prepare_folder
 from hloscope.workloads.cache import copy_build, new_attempt_id
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from hloscope.sweep.tasks import CompileTask, TaskOutcome
+from hloscope.sweeps.tasks import CompileTask, TaskOutcome
 
 EXECUTORS = ("local", "ray")
 

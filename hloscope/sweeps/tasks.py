@@ -20,8 +20,8 @@ from hloscope.analyses.summary.variant import VariantFigures, variant_figures
 from hloscope.formats.build import DUMP_FOLDER, LOG_FILE, BuildFolder
 from hloscope.formats.compile_record import CompileResult
 from hloscope.loader.build import load_build
-from hloscope.sweep.faults import kill_self_mid_compile
-from hloscope.sweep.transfer import pack_folder, unpack_folder
+from hloscope.sweeps.faults import kill_self_mid_compile
+from hloscope.sweeps.transfer import pack_folder, unpack_folder
 from hloscope.workloads.build import BuildSpec, run_build, write_build
 from hloscope.workloads.cache import CACHED_STATUSES, BuildCache
 from hloscope.workloads.runner import tail_of_log

@@ -7,8 +7,8 @@ so neither executor imports this module.
 """
 from __future__ import annotations
 
-from hloscope.sweep.executor_base import EXECUTORS, Completion, Executor, ExecutorSpec
-from hloscope.sweep.local_executor import LOCAL_SLOTS, LocalExecutor
+from hloscope.sweeps.executor_base import EXECUTORS, Completion, Executor, ExecutorSpec
+from hloscope.sweeps.local_executor import LOCAL_SLOTS, LocalExecutor
 
 __all__ = ["EXECUTORS", "LOCAL_SLOTS", "Completion", "Executor", "ExecutorSpec",
            "LocalExecutor", "open_executor"]
@@ -16,7 +16,7 @@ __all__ = ["EXECUTORS", "LOCAL_SLOTS", "Completion", "Executor", "ExecutorSpec",
 
 def open_executor(spec: ExecutorSpec, backend: str) -> Executor:
     if spec.kind == "ray":
-        from hloscope.sweep.ray_executor import RayExecutor
+        from hloscope.sweeps.ray_executor import RayExecutor
 
         return RayExecutor.connect(spec, backend)
     return LocalExecutor()

@@ -18,7 +18,7 @@ from conftest import REPO
 from sweep_runs import rows_by_name, run_sweep_cli
 
 from hloscope.errors import EXIT_INPUT_MISSING, EXIT_USAGE
-from hloscope.sweep.faults import KILL_ATTEMPTS_ENV
+from hloscope.sweeps.faults import KILL_ATTEMPTS_ENV
 
 COMPARED = ("outcome", "rank", "reason", "status", "fits", "batch", "fingerprint", "total_flops",
             "recompute_flops", "required_bytes", "live_peak_bytes")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hloscope.analyses.roofline import estimate_step
 from hloscope.analyses.summary.variant import HloFigures, VariantFigures, host_fit
 from hloscope.devices import GIB, get_device
-from hloscope.sweep.ranking import rank_variants
+from hloscope.sweeps.ranking import rank_variants
 
 PEAK, ICI = 918e12, 400e9
 

@@ -3,7 +3,7 @@ answers and where it reports that fit was not monotonic (no compiles).
 
 Independent truth: each table is a verdict per batch written down here (the first is DESIGN.md's
 measured libtpu case: 128 fits, 256 does not, 384 does, 512 does not); every expected probe
-sequence is worked out by hand from the rules in `hloscope.sweep.search`'s docstring, step by
+sequence is worked out by hand from the rules in `hloscope.sweeps.search`'s docstring, step by
 step in the comments, and the guarantee that docstring states is checked on random tables
 against the table itself. The wiring (request -> scheduler -> rows -> report) runs the real
 `run_sweep` with an executor that answers from a table instead of compiling.
@@ -23,9 +23,9 @@ from hloscope.cli.main import cli
 from hloscope.devices import get_device
 from hloscope.reports.renderers.text import render as render_text
 from hloscope.reports.sweep import sweep_report
-from hloscope.sweep import core
-from hloscope.sweep.executor_base import Completion
-from hloscope.sweep.search import (
+from hloscope.sweeps import core
+from hloscope.sweeps.executor_base import Completion
+from hloscope.sweeps.search import (
     END_BOUNDARY,
     END_BUDGET,
     END_MAX_BATCH,
@@ -33,7 +33,7 @@ from hloscope.sweep.search import (
     END_NOTHING_FITS,
     BatchSearch,
 )
-from hloscope.sweep.tasks import CompileTask, TaskOutcome
+from hloscope.sweeps.tasks import CompileTask, TaskOutcome
 
 Table = dict[int, bool | None]  # batch -> fits (None: the compile gave no verdict)
 # DESIGN.md's measured case (nested:8 on v6e:8x16), every batch above 512 failing too

@@ -20,7 +20,7 @@ import pytest
 from conftest import REPO
 from sweep_runs import TINY_CPU, cache_entries, processes_mentioning, rows_by_name, run_sweep_cli
 
-from hloscope.sweep.faults import KILL_ATTEMPTS_ENV
+from hloscope.sweeps.faults import KILL_ATTEMPTS_ENV
 
 
 @pytest.fixture

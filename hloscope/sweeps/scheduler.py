@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hloscope.sweep.executor_base import Completion, Executor
-from hloscope.sweep.search import BatchSearch, FixedBatch
-from hloscope.sweep.tasks import (
+from hloscope.sweeps.executor_base import Completion, Executor
+from hloscope.sweeps.search import BatchSearch, FixedBatch
+from hloscope.sweeps.tasks import (
     CompileTask,
     TaskOutcome,
     discard_attempt,

@@ -8,9 +8,9 @@ from typing import Any
 from hloscope.analyses.roofline import StepEstimate
 from hloscope.analyses.summary.variant import VariantFigures
 from hloscope.formats.build import LOG_FILE
-from hloscope.sweep.grid import Case
-from hloscope.sweep.ranking import Verdict
-from hloscope.sweep.search import Probe
+from hloscope.sweeps.grid import Case
+from hloscope.sweeps.ranking import Verdict
+from hloscope.sweeps.search import Probe
 
 
 @dataclass
