@@ -29,7 +29,7 @@ def _summary(result: RematResult) -> list:
         ("forward FLOPs", Quantity(result.forward_flops, "flops")),
         ("recompute overhead", Quantity(result.recompute_overhead, "percent")),
         ("recompute bytes accessed", Quantity(result.recompute_bytes_accessed, "bytes")),
-        ("XLA clone FLOPs", Quantity(result.xla_remat_flops, "flops")),
+        ("FLOPs XLA's clones add", Quantity(result.xla_remat_flops, "flops")),
     ]
 
 

@@ -12,7 +12,11 @@ Counts are of instructions as written, in every computation including fused ones
 those that do no work (parameter, constant, tuple, get-tuple-element, bitcast); "fusions"
 counts the fusion instructions whose fused computation holds a JAX-recomputed instruction.
 FLOPs and bytes are what those instructions execute, with loop trip counts applied: for JAX's,
-the `recompute` phase of the flops analysis; for XLA's clones, everything the clone runs.
+the `recompute` phase of the flops analysis; for XLA's, the work its clones *add*: per original
+instruction (a clone's name without its suffix; HLO names are unique in a module), every copy
+that runs beyond the costliest one. A clone whose original is gone took over all its uses and
+moved the work rather than repeating it, so it adds nothing (libtpu does this to the forward
+matmuls of programs far over HBM: the clone runs once, where the original would have).
 recompute_overhead = recompute FLOPs / forward FLOPs.
 """
 from __future__ import annotations
@@ -105,6 +109,27 @@ def is_xla_clone(name: str) -> bool:
     return ".remat" in name and XLA_CLONE.search(name) is not None
 
 
+def clone_origin(name: str) -> str:
+    """`fusion.3.remat2.1` -> `fusion.3`; a name that is no clone is its own origin."""
+    return XLA_CLONE.sub("", name) if is_xla_clone(name) else name
+
+
+def xla_added_charges(charged: list[Charge]) -> list[Charge]:
+    """The charges of the copies XLA's rematerialization runs beyond one per original
+    instruction (see the module docstring)."""
+    cloned = {clone_origin(c.top.name) for c in charged if is_xla_clone(c.top.name)}
+    copies: dict[str, dict[str, list[Charge]]] = {}
+    for charge in charged:
+        origin = clone_origin(charge.top.name)
+        if origin in cloned:
+            copies.setdefault(origin, {}).setdefault(charge.top.name, []).append(charge)
+    added: list[Charge] = []
+    for by_copy in copies.values():
+        kept = max(by_copy.values(), key=lambda group: sum(c.cost.flops for c in group))
+        added += [c for group in by_copy.values() if group is not kept for c in group]
+    return added
+
+
 def count_remat(module: HloModule) -> RematCounts:
     """Direct count of both markers over every computation (see the module docstring)."""
     marked_computations: set[str] = set()
@@ -140,7 +165,7 @@ def _result(analysis: CostAnalysis, charged: list[Charge], scope_depth: int) -> 
     module = analysis.module
     counts = count_remat(module)
     recomputed = [c for c in charged if c.phase is Phase.RECOMPUTE]
-    cloned = [c for c in charged if is_xla_clone(c.top.name)]
+    cloned = xla_added_charges(charged)
     prefix = common_scope_prefix(charged)
     return RematResult(
         module_name=module.name,

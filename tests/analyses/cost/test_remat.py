@@ -107,3 +107,22 @@ def test_xla_clones_are_counted_apart_by_their_suffix() -> None:
     assert result.xla_remat_flops == 2 * 1024
     # The JAX-marked multiply runs in three fusions (one original, two clones).
     assert result.recompute_flops == 3 * 1024
+
+
+MOVED = """HloModule moved
+ENTRY e {
+  x = f32[32,32] parameter(0)
+  multiply.7.remat = f32[32,32] multiply(x, x)
+  add.2 = f32[32,32] add(x, x)
+  add.2.remat3 = f32[32,32] add(x, x)
+  ROOT t = (f32[32,32], f32[32,32], f32[32,32]) tuple(multiply.7.remat, add.2, add.2.remat3)
+}
+"""
+
+
+def test_a_clone_that_replaced_its_original_adds_no_work() -> None:
+    result = remat(hloscope.load(MOVED))
+    assert result.xla_clones == ["multiply.7.remat", "add.2.remat3"]
+    # multiply.7 is gone: its clone runs once, where it would have. add.2 runs twice.
+    assert result.xla_remat_flops == 1024
+    assert result.xla_remat_bytes_accessed == 3 * 1024 * 4
