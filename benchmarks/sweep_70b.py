@@ -77,7 +77,8 @@ def main() -> int:
     if args.summarise:
         print((args.out / "rss.json").read_text().strip())
         document = json.loads((args.out / "sweep.json").read_text())
-        print("\n".join(summary_lines(document) + layer_stack_lines(document)))
+        print("\n".join(summary_lines(document) + layer_stack_lines(document)
+                        + closed_form_lines(document)))
         return 0
     cache = args.cache or str(args.out.with_name(args.out.name + "-cache"))
     command = [sys.executable, "-m", "hloscope", "sweep", "--model", "llama-70b",
@@ -103,7 +104,8 @@ def main() -> int:
     except json.JSONDecodeError:
         print(output[-3000:])
         return 1
-    print("\n".join(summary_lines(document) + layer_stack_lines(document)))
+    print("\n".join(summary_lines(document) + layer_stack_lines(document)
+                    + closed_form_lines(document)))
     return process.returncode
 
 
@@ -178,6 +180,55 @@ def layer_stack_lines(document: dict) -> list[str]:
         lines.append(f"full/none layer-stack FLOPs {measured:.4f} vs (4-delta)/3 = "
                      f"{predicted:.4f} ({measured / predicted - 1:+.2%}); none's backward/forward "
                      f"{none['backward'] / none['forward']:.4f}")
+    return lines
+
+
+# docs/llama-70b.md: Llama 3 70B, bf16 parameters with fp32 master, mu and nu (AdamW), FSDP over
+# the 128 chips of a slice (data parallel over the 4 slices), 6 sequences of 4096 per device,
+# blockwise attention (512 x 512 blocks) and loss.
+PARAMETERS = 70_553_706_496
+LAYERS, WIDTH, MLP, HEADS, KV_HEADS, HEAD = 80, 8192, 28672, 64, 8, 128
+LOCAL_BATCH, SEQ, FSDP, BLOCK = 6, 4096, 128, 512
+LAYER_PARAMETERS = LAYERS * (WIDTH * (HEADS + 2 * KV_HEADS) * HEAD + HEADS * HEAD * WIDTH
+                             + 3 * WIDTH * MLP + 2 * WIDTH)
+KEPT_CARRIES = {"full": LAYERS, "nested:8": LAYERS // 8 + 8, "offload_carries": 0}
+
+
+def closed_form_terms() -> dict[str, int]:
+    """The policy-independent terms of the closed form, bytes per device."""
+    carry = LOCAL_BATCH * SEQ * WIDTH * 2
+    return {
+        "state (2+4+4+4 B/param / FSDP)": 14 * PARAMETERS // FSDP,
+        "MLP [b,s,f] bf16 x4": 4 * LOCAL_BATCH * SEQ * MLP * 2,
+        "[b,s,h] bf16 x7": 7 * carry,
+        "[b,s,h] fp32 dq accumulator": LOCAL_BATCH * SEQ * WIDTH * 4,
+        "layer-stack weight gradients bf16 / FSDP": 2 * LAYER_PARAMETERS // FSDP,
+        "gathered MLP weights bf16 x3": 3 * WIDTH * MLP * 2,
+        "one block pair's scores fp32 + bf16": LOCAL_BATCH * HEADS * BLOCK * BLOCK * 6,
+    }
+
+
+def closed_form_bytes(policy: str) -> int:
+    """state + kept carries x one carry + the backward working set of one layer."""
+    carry = LOCAL_BATCH * SEQ * WIDTH * 2
+    return sum(closed_form_terms().values()) + KEPT_CARRIES[policy] * carry
+
+
+def closed_form_lines(document: dict) -> list[str]:
+    gib = 1 << 30
+    terms = closed_form_terms()
+    lines = ["closed form (docs/llama-70b.md): " + ", ".join(
+        f"{name} {size / gib:.3f} GiB" for name, size in terms.items())]
+    for row in document["variants"]:
+        if row["variant"] in KEPT_CARRIES:
+            predicted = closed_form_bytes(row["variant"])
+            required = row["required_bytes"]
+            lines.append(
+                f"{row['variant']}: closed form {predicted / gib:.2f} GiB "
+                f"({KEPT_CARRIES[row['variant']]} carries); XLA required "
+                f"{required / gib:.2f} GiB ({predicted / required - 1:+.1%});"
+                f" live peak {row['live_peak_bytes'] / gib:.2f} GiB "
+                f"({predicted / row['live_peak_bytes'] - 1:+.1%})")
     return lines
 
 
