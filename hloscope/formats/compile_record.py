@@ -85,6 +85,14 @@ class CompileResult:
         return [int(entry.get("slice_index") or 0) for entry in self.device_assignment]
 
     @property
+    def slice_of_device_id(self) -> dict[int, int] | None:
+        """Each device id's slice index (None when the compile did not record them)."""
+        if not self.device_assignment:
+            return None
+        return {int(entry["id"]): int(entry.get("slice_index") or 0)
+                for entry in self.device_assignment if entry.get("id") is not None}
+
+    @property
     def ok(self) -> bool:
         return self.status == "ok"
 

@@ -16,7 +16,11 @@ from hloscope.model.shape_text import TextSyntaxError
 
 _KEY = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*=\s*")
 _INT = re.compile(r"-?\d+")
-_META_ITEM = re.compile(r'\s*([A-Za-z_][\w.\-]*)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s}]+)')
+_BRACED = r"\{(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*\}"  # up to three levels of nesting
+# A value is quoted, braced (XLA prints a frontend attribute whose value is `{...}` unquoted,
+# e.g. libtpu's `_xla_megascale_target={{100000,300000},...}`) or a bare word.
+_META_ITEM = re.compile(r'\s*([A-Za-z_][\w.\-]*)=("[^"\\]*(?:\\.[^"\\]*)*"|' + _BRACED
+                        + r'|[^\s}]+)')
 _ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|(.))", re.S)
 _SIMPLE_ESCAPES = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"\\": b"\\", b'"': b'"', b"'": b"'"}
 

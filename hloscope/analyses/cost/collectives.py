@@ -29,13 +29,23 @@ frontend attributes `_xla_megascale_transfer_type` (ALL_REDUCE, ALL_GATHER, ...)
 those are the DCN collectives, one row per rendezvous. Such a program is recognised by its
 participant count: slices x (replicas x partitions) = the recorded devices.
 
+Which slices a megascale transfer joins is its `_xla_megascale_target` (measured, libtpu
+0.0.42.1, on 4 slices of v5e:2x2 whose device ids are (slice_index + 1) x 100000 + n):
+- `"{1,2,3,4}x{0:3}"` when the transfer spans every slice: the slices, numbered
+  slice_index + 1, times the range of a slice's devices; one group per device of the range;
+- `{{100000,300000},{100001,300001},...}` (unquoted) otherwise: the groups of device ids, here
+  a reduction over slices 0 and 2 and over 1 and 3. The ids are mapped to slices through the
+  recorded device assignment; without it the groups' slices are unknown and the transfer is
+  taken to span every slice.
+
 Bytes are hloscope's collective payload per device (`hloscope.analyses.cost.rules`), with loop
 trip counts applied, as in the FLOP totals; a megascale transfer counts the larger of what its
 send sends and its recv receives.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -56,6 +66,8 @@ _HAS_GLOBAL_IDS = frozenset({"all-reduce", "all-reduce-start", "all-gather", "al
 _PERMUTES = frozenset({"collective-permute", "collective-permute-start"})
 _TRANSFER_TYPE = "_xla_megascale_transfer_type"
 _RENDEZVOUS = "_xla_host_transfer_rendezvous"
+_TARGET = "_xla_megascale_target"
+_COMPACT_TARGET = re.compile(r"\{(\d+(?:,\d+)*)\}x\{(\d+)(?::(\d+))?\}")
 DCN, ICI, UNKNOWN = "dcn", "ici", "unknown"
 MEGASCALE = "megascale"
 
@@ -118,9 +130,11 @@ class CollectivesResult:
 
 
 def collectives(module: HloModule, slice_of: Sequence[int] | None,
-                analysis: CostAnalysis | None = None) -> CollectivesResult:
+                analysis: CostAnalysis | None = None,
+                slice_of_id: Mapping[int, int] | None = None) -> CollectivesResult:
     """The collectives of `module`; `slice_of[i]` is the slice of logical device i (the build's
-    device assignment), None when unknown (then every XLA collective's link is "unknown")."""
+    device assignment), None when unknown (then every XLA collective's link is "unknown");
+    `slice_of_id` maps device ids to slices, for megascale targets that name device ids."""
     analysis = analysis or CostAnalysis(module, CostOptions())
     payload: dict[tuple[str, str], int] = {}
     found: dict[tuple[str, str], Instruction] = {}
@@ -142,7 +156,7 @@ def collectives(module: HloModule, slice_of: Sequence[int] | None,
             for key, total in payload.items()]
     if local:
         rows = [replace(row, slices_spanned=1) for row in rows]
-    rows += [_transfer_row(found[("", name)], name, sides, slices)
+    rows += [_transfer_row(found[("", name)], name, sides, slices, slice_of_id)
              for name, sides in transfers.items()]
     return CollectivesResult(slices, rows)
 
@@ -167,11 +181,36 @@ def _rendezvous(instruction: Instruction) -> str:
 
 
 def _transfer_row(instruction: Instruction, name: str, sides: dict[str, int],
-                  slices: int | None) -> CollectiveRow:
-    """A megascale send/recv pair: a collective across every slice, over DCN."""
+                  slices: int | None, slice_of_id: Mapping[int, int] | None) -> CollectiveRow:
+    """A megascale send/recv pair: a collective across slices, over DCN."""
+    groups = megascale_slice_groups(instruction.frontend_attributes.get(_TARGET, ""),
+                                    slice_of_id)
+    if not groups:  # no target, or device ids the assignment does not know: every slice
+        groups = [list(range(slices or 2))]
+    size = max(len(group) for group in groups)
     return CollectiveRow("", name, str(_megascale_type(instruction)).lower(),
-                         instruction.op_name, max(sides.values(), default=0), MEGASCALE, 1,
-                         slices or 0, max(slices or 2, 2))
+                         instruction.op_name, max(sides.values(), default=0), MEGASCALE,
+                         len(groups), size, max(len(set(group)) for group in groups))
+
+
+def megascale_slice_groups(target: str,
+                           slice_of_id: Mapping[int, int] | None) -> list[list[int]] | None:
+    """The slice indices of each group of an `_xla_megascale_target` (module docstring); None
+    when the value has neither form or names a device the assignment does not hold."""
+    compact = _COMPACT_TARGET.fullmatch(target.strip())
+    if compact:
+        slices = [int(number) - 1 for number in compact.group(1).split(",")]
+        first, last = int(compact.group(2)), int(compact.group(3) or compact.group(2))
+        return [slices] * (last - first + 1)
+    try:
+        id_groups = parse_nested_ints(target) if target.strip().startswith("{{") else None
+    except TextSyntaxError:
+        return None
+    if not id_groups or slice_of_id is None:
+        return None
+    if any(device not in slice_of_id for group in id_groups for device in group):
+        return None
+    return [[slice_of_id[device] for device in group] for group in id_groups]
 
 
 def _row(key: tuple[str, str], instruction: Instruction, payload: int, module: HloModule,

@@ -222,7 +222,8 @@ def collective_links(module: HloModule, build: BuildFolder) -> CollectivesResult
     slices = build.result.slice_of_logical_device
     if slices is None and parse_target(build.target).num_slices == 1:
         slices = [0] * parse_target(build.target).num_devices
-    return None if slices is None else collectives(module, slices)
+    return None if slices is None else collectives(
+        module, slices, slice_of_id=build.result.slice_of_device_id)
 
 
 def device_parameter_bytes(module: HloModule) -> int:

@@ -110,6 +110,45 @@ def test_megascale_transfers_are_dcn_and_the_slice_program_is_ici() -> None:
     assert result.dcn_bytes == 1024 and result.ici_bytes == 1024 and result.num_slices == 2
 
 
+def megascale_module(target: str, slices: int) -> str:
+    """The per-slice program of a `slices` x 4-device compile with one cross-slice psum whose
+    `_xla_megascale_target` is `target` (the two forms libtpu writes, measured)."""
+    attributes = ('is_host_transfer=true, frontend_attributes={_xla_host_transfer_handler_name='
+                  '"xla_megascale_runtime",_xla_host_transfer_rendezvous="psum.7_0",'
+                  f'_xla_megascale_reduce_operation="SUM",_xla_megascale_target={target},'
+                  '_xla_megascale_transfer_type="ALL_REDUCE"}')
+    body = ("  t = token[] after-all()\n"
+            f"  s = (f32[256]{{0}}, u32[], token[]) send(p, t), channel_id=2, {attributes}\n"
+            f"  v = (f32[256]{{0}}, u32[], token[]) recv(t), channel_id=1, {attributes}\n"
+            "  sd = token[] send-done(s), channel_id=2, is_host_transfer=true\n"
+            "  vd = (f32[256]{0}, token[]) recv-done(v), channel_id=1, is_host_transfer=true\n"
+            "  ROOT g = f32[256]{0} get-tuple-element(vd), index=0\n")
+    return module(body, partitions=4)
+
+
+FOUR_SLICES = [s for s in range(4) for _ in range(4)]
+# libtpu's deviceless ids: (slice_index + 1) x 100000 + n.
+DEVICE_SLICES = {(s + 1) * 100000 + n: s for s in range(4) for n in range(4)}
+
+
+def test_a_compact_megascale_target_spans_the_slices_it_lists() -> None:
+    text = megascale_module('"{1,2,3,4}x{0:3}"', 4)
+    row = collectives(load_input(text), FOUR_SLICES).rows[0]
+    # Slices 0-3 (written 1-4), one group per device of a slice.
+    assert (row.link, row.groups, row.group_size, row.slices_spanned) == ("dcn", 4, 4, 4)
+
+
+def test_an_explicit_megascale_target_names_its_device_groups() -> None:
+    pairs = ",".join(f"{{{s * 100000 + n},{(s + 2) * 100000 + n}}}"
+                     for s in (1, 2) for n in range(4))
+    text = megascale_module("{" + pairs + "}", 4)
+    row = collectives(load_input(text), FOUR_SLICES, slice_of_id=DEVICE_SLICES).rows[0]
+    # {100000,300000}: slices 0 and 2; {200000,400000}: slices 1 and 3 -- 8 pairs.
+    assert (row.link, row.groups, row.group_size, row.slices_spanned) == ("dcn", 8, 2, 2)
+    unknown = collectives(load_input(text), FOUR_SLICES).rows[0]
+    assert (unknown.groups, unknown.slices_spanned) == (1, 4)  # no id map: every slice
+
+
 def test_loop_trip_counts_multiply_the_bytes() -> None:
     text = f"""HloModule m, num_partitions=8
 
