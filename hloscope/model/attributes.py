@@ -16,7 +16,11 @@ from hloscope.model.shape_text import TextSyntaxError
 
 _KEY = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*=\s*")
 _INT = re.compile(r"-?\d+")
-_META_ITEM = re.compile(r'\s*([A-Za-z_][\w.\-]*)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s}]+)')
+_QUOTED = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+# A value is a string literal, a braced block (a Pallas kernel's `kernel_metadata={"k":"v"}`:
+# braces only inside its string literals) or a bare word.
+_BRACED = rf'\{{(?:{_QUOTED}|[^{{}}"])*\}}'
+_META_ITEM = re.compile(rf'\s*([A-Za-z_][\w.\-]*)=({_QUOTED}|{_BRACED}|[^\s}}]+)')
 _ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|(.))", re.S)
 _SIMPLE_ESCAPES = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"\\": b"\\", b'"': b'"', b"'": b"'"}
 
