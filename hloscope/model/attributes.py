@@ -16,11 +16,19 @@ from hloscope.model.shape_text import TextSyntaxError
 
 _KEY = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*=\s*")
 _INT = re.compile(r"-?\d+")
-_BRACED = r"\{(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*\}"  # up to three levels of nesting
-# A value is quoted, braced (XLA prints a frontend attribute whose value is `{...}` unquoted,
-# e.g. libtpu's `_xla_megascale_target={{100000,300000},...}`) or a bare word.
-_META_ITEM = re.compile(r'\s*([A-Za-z_][\w.\-]*)=("[^"\\]*(?:\\.[^"\\]*)*"|' + _BRACED
-                        + r'|[^\s}]+)')
+_QUOTED = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+
+
+def _braced(depth: int) -> str:
+    """A `{...}` block nested up to `depth` levels, braces inside string literals ignored."""
+    inner = rf'{_QUOTED}|[^{{}}"]' + (f"|{_braced(depth - 1)}" if depth > 1 else "")
+    return rf"\{{(?:{inner})*\}}"
+
+
+# A value is a string literal, a braced block (a Pallas kernel's `kernel_metadata={"k":"v"}`;
+# libtpu's `_xla_megascale_target={{100000,300000},...}`, which XLA prints unquoted) or a bare
+# word.
+_META_ITEM = re.compile(rf'\s*([A-Za-z_][\w.\-]*)=({_QUOTED}|{_braced(3)}|[^\s}}]+)')
 _ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|(.))", re.S)
 _SIMPLE_ESCAPES = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"\\": b"\\", b'"': b'"', b"'": b"'"}
 

@@ -64,6 +64,19 @@ def _rest(rows: list[Row]) -> Row:
     return rest
 
 
+def closed_form_notes(result: FlopsResult) -> list[str]:
+    """What the closed-form custom-calls rest on (XLA counts them as nothing)."""
+    if not result.closed_form:
+        return []
+    calls = ", ".join(f"{c.kernel} x{c.count} ({c.matmuls_per_block_pair} matmuls on "
+                      f"{c.visited_block_pairs}/{c.block_pairs} block pairs)"
+                      for c in result.closed_form)
+    bases = sorted({c.basis for c in result.closed_form})
+    return [f"closed form: these Pallas kernels, which XLA counts as nothing, are costed from "
+            f"their shapes and block sizes: {calls}; {'; '.join(bases)}; bytes are operands "
+            "read and outputs written once"]
+
+
 def _notes(result: FlopsResult, by: str) -> list[str]:
     notes = []
     if result.partitions > 1:
@@ -76,6 +89,7 @@ def _notes(result: FlopsResult, by: str) -> list[str]:
         calls = ", ".join(f"{c.target} x{c.count}" for c in result.unattributed)
         notes.append(f"unattributed: the FLOPs of these custom-calls are unknown and not "
                      f"counted (their bytes are): {calls}")
+    notes += closed_form_notes(result)
     if result.unknown_opcodes:
         notes.append("opcodes unknown to hloscope, costed as data movement: "
                      + ", ".join(result.unknown_opcodes))

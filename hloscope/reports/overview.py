@@ -6,7 +6,7 @@ from typing import Any
 
 from hloscope.analyses.summary.overview import ModuleOverview, Verdict
 from hloscope.formats.sweep import SweepRecord
-from hloscope.reports.flops import breakdown_table
+from hloscope.reports.flops import breakdown_table, closed_form_notes
 from hloscope.reports.memory import group_table, live_table
 from hloscope.reports.report import Column, Quantity, Report, Table
 
@@ -61,7 +61,8 @@ def flops_report(item: ModuleOverview) -> Report:
     total = item.flops.total.flops
     return Report(name="flops", title="FLOPs by layer and phase",
                   tables=[breakdown_table(item.flops.rows(by), by, total, None)
-                          for by in ("layer", "phase")])
+                          for by in ("layer", "phase")],
+                  notes=closed_form_notes(item.flops))
 
 
 def comparison_report(overviews: list[ModuleOverview], verdict: Verdict,

@@ -212,6 +212,15 @@ def _step_lines(figures: Any) -> list:
     return lines
 
 
+def _closed_form_lines(hlo: Any) -> list:
+    """The FLOPs hloscope adds for Pallas kernels XLA counts as nothing (cost/kernels.py)."""
+    if hlo is None or not hlo.closed_form_kernels:
+        return []
+    kernels = ", ".join(sorted(set(hlo.closed_form_kernels)))
+    return [("  of which kernels' closed form", Quantity(hlo.closed_form_flops, "flops")),
+            ("    kernels (XLA counts them as 0)", kernels)]
+
+
 def _build_summary(summary: BuildSummary) -> list:
     build, figures, cached = summary.build, summary.figures, summary.cached
     manifest = build.manifest
@@ -231,6 +240,7 @@ def _build_summary(summary: BuildSummary) -> list:
         ("live peak", Quantity(hlo.live_peak_bytes if hlo else None, "bytes")),
         ("compile seconds", Quantity(figures.compile_seconds, "int")),
         ("FLOPs per device", Quantity(hlo.total_flops if hlo else None, "flops")),
+        *_closed_form_lines(hlo),
         ("recompute overhead", Quantity(hlo.recompute_overhead if hlo else None, "percent")),
         *_collective_lines(hlo),
         ("estimated step seconds", Quantity(figures.step_seconds, "int")),

@@ -286,11 +286,22 @@ def _notes(request: SweepRequest, outcomes: list[VariantOutcome]) -> list[str]:
     if lower_bound:
         notes.append("FLOPs are lower bounds (loops with unknown trip counts counted once) for: "
                      + ", ".join(lower_bound))
+    notes += closed_form_notes(outcomes)
     notes += [f"{o.variant}: compiled on attempt {o.attempts} (earlier workers died)"
               for o in outcomes if o.attempts > 1 and o.figures.status != "crash"]
     notes += [f"{o.variant}: failed after {o.attempts} attempts; log: {o.folder}/{LOG_FILE}"
               for o in outcomes if o.figures.status == "crash"]
     return notes + [note for o in outcomes for note in _search_notes(request, o)]
+
+
+def closed_form_notes(outcomes: list[VariantOutcome]) -> list[str]:
+    """Which variants' FLOPs (and so step estimates) include Pallas kernels' closed forms."""
+    costed = [o for o in outcomes if o.figures.hlo and o.figures.hlo.closed_form_kernels]
+    if not costed:
+        return []
+    kernels = sorted({k for o in costed for k in o.figures.hlo.closed_form_kernels})
+    return ["FLOPs include the closed forms of Pallas kernels XLA counts as nothing ("
+            + ", ".join(kernels) + ") for: " + ", ".join(o.variant for o in costed)]
 
 
 def _search_notes(request: SweepRequest, outcome: VariantOutcome) -> list[str]:

@@ -69,7 +69,7 @@ def _hlo_columns(figures: VariantFigures) -> dict[str, Any]:
     names = ("total_flops", "forward_flops", "recompute_flops", "recompute_overhead",
              "bytes_accessed", "collective_bytes", "to_host_bytes", "from_host_bytes",
              "unknown_loops", "live_peak_bytes", "dcn_collective_bytes",
-             "ici_collective_bytes")
+             "ici_collective_bytes", "closed_form_flops")
     values = {name: None if hlo is None else getattr(hlo, name) for name in names}
     return {**values, "xla_flops": figures.xla_flops}
 

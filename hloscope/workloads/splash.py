@@ -6,7 +6,7 @@ compiled for `v5e:2x2` without a TPU. In the optimized HLO each kernel launch is
 `custom-call` with `custom_call_target="tpu_custom_call"` (its Mosaic body serialised in the
 backend config); XLA's cost analysis counts such a call as 0 FLOPs (that compile reported
 4.2 MFLOP for a step whose attention matmuls are ~4 GFLOP), so FLOPs of a splash program must
-come from the kernel's closed form on its shapes.
+come from the kernel's closed form on its shapes (hloscope.analyses.cost.kernels does).
 
 Grouped-query attention runs the multi-query kernel (`make_splash_mqa`) once per key/value head
 over its group of query heads, `vmap`ped over the batch and the key/value heads. Queries are

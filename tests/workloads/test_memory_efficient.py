@@ -374,3 +374,58 @@ def test_blockwise_attention_matmul_flops_follow_the_closed_form(remat: str) -> 
     per_layer = (3 + recomputed) * forward - (7 / 2 + recomputed) * blockwise_forward
     difference = dot_flops(base) - dot_flops(dataclasses.replace(base, attention="blockwise"))
     assert difference == base.n_layers * per_layer
+
+
+@pytest.mark.compile
+def test_splash_kernel_flops_agree_with_blockwise_attention_matmuls(tmp_path: Path) -> None:
+    """The splash build's Pallas kernels, which XLA counts as 0, are costed by their closed form
+    (hloscope.analyses.cost.kernels), so its attention FLOPs can be set beside the blockwise
+    build's. Both visit the same causal block pairs (equal 256-token blocks over 1024 tokens:
+    10 of 16) with 2 matmuls each forward. Backward, blockwise does 5 matmuls per pair (the
+    scores again, dV, dP, dQ, dK); splash does 7: its dq kernel 3 (QK^T, dO V^T, dS K) and its
+    dkv kernel 4 (K Q^T, P^T dO, V dO^T, dS^T Q). So splash / blockwise = (2 + 7) / (2 + 5) =
+    9/7. Blockwise's attention matmuls are its matmul FLOPs (dot and convolution: TPU rewrites
+    dots) minus the splash build's, whose projections, MLP and head are the same; tolerance
+    1%, for XLA choosing other matmul forms."""
+    from hloscope.analyses.roofline import peak_flops
+    from hloscope.api import build, flops
+    from hloscope.spec.targets import parse_target
+
+    target = "tpu:v5e:2x2"
+    config = dataclasses.replace(
+        preset_config("tiny"), n_layers=1, n_kv_heads=2, seq_len=1024, batch=8,
+        attention="splash", attention_q_block=256, attention_kv_block=256, remat="none")
+
+    def built(attention: str):
+        summary = build(tmp_path / attention, target=target,
+                        config=dataclasses.replace(config, attention=attention))
+        assert summary.figures.status == "ok", summary.figures.error
+        return summary
+
+    def matmul_flops(summary) -> int:
+        return sum(row.flops for row in flops(str(summary.build.folder)).rows("opcode")
+                   if row.key in ("dot", "convolution"))
+
+    splash, blockwise = built("splash"), built("blockwise")
+    local_batch, heads, d = config.batch // 4, config.n_heads, config.d_model // config.n_heads
+    pairs = 10
+    hlo = splash.figures.hlo
+    assert hlo.closed_form_flops == 9 * 2 * 256 * 256 * d * pairs * local_batch * heads
+    blockwise_attention = matmul_flops(blockwise) - matmul_flops(splash)
+    assert hlo.closed_form_flops / blockwise_attention == pytest.approx(9 / 7, rel=0.01)
+    assert sorted(set(hlo.closed_form_kernels)) == [
+        "splash_mqa_dkv_no_residuals", "splash_mqa_dq_no_residuals", "splash_mqa_fwd_residuals"]
+    # the step estimate's compute term is over the FLOPs that include the kernels
+    peak = peak_flops(parse_target(target).device, config.compute_dtype)
+    assert splash.figures.step.compute_seconds == pytest.approx(hlo.total_flops / peak)
+    # the build summary and a sweep's notes say so; the blockwise build has no such kernel
+    from types import SimpleNamespace
+
+    from hloscope.reports.sweep import build_report
+    from hloscope.sweeps.core import closed_form_notes
+
+    lines = dict(build_report(splash).summary)
+    assert lines["  of which kernels' closed form"].value == hlo.closed_form_flops
+    notes = closed_form_notes([SimpleNamespace(variant="splash", figures=splash.figures),
+                               SimpleNamespace(variant="blockwise", figures=blockwise.figures)])
+    assert len(notes) == 1 and notes[0].endswith("for: splash")

@@ -3,6 +3,7 @@
     analysis.py       per-instruction costs with loops multiplied out (`CostAnalysis`)
     rules.py          the cost of each opcode; convolution.py, custom_calls.py, fusion.py,
                       sizes.py, vector.py: the parts those rules share
+    kernels.py        Pallas TPU kernels (splash attention) costed by their closed form
     graph.py, loops.py  computations reached from the entry, while-loop trip counts
     phases.py         forward / backward / recompute / optimizer from the name stack
     attribution.py    costs charged to scopes, layers and phases
@@ -11,6 +12,7 @@
     gc_pause.py       the garbage collector paused around large walks
 """
 from hloscope.analyses.cost.analysis import (
+    ClosedForm,
     CostAnalysis,
     CostOptions,
     Unattributed,
@@ -18,4 +20,4 @@ from hloscope.analyses.cost.analysis import (
 )
 from hloscope.analyses.cost.vector import Cost
 
-__all__ = ["Cost", "CostAnalysis", "CostOptions", "Unattributed", "UnknownLoop"]
+__all__ = ["ClosedForm", "Cost", "CostAnalysis", "CostOptions", "Unattributed", "UnknownLoop"]

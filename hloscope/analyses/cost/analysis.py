@@ -6,8 +6,9 @@ XLA's HloCostAnalysis, with these differences, each switchable by `CostOptions`:
 
 - a while loop costs body x trip count + condition x (trip count + 1) (see loops.py);
   XLA counts body + condition once. `trip_counts=False` does the same.
-- custom-calls are estimated (see custom_calls.py); `xla_custom_calls=True` counts them as XLA
-  does, -1 FLOP and -1 byte each.
+- custom-calls are estimated (see custom_calls.py), and recognised Pallas kernels (splash
+  attention) costed by their closed form (see kernels.py); `xla_custom_calls=True` counts them
+  as XLA does, -1 FLOP and -1 byte each.
 
 `CostOptions.like_xla()` sets both, and then totals reproduce XLA's cost analysis.
 
@@ -22,6 +23,7 @@ from hloscope.analyses.cost.custom_calls import XLA_UNKNOWN, custom_call_cost
 from hloscope.analyses.cost.fusion import fusion_bytes
 from hloscope.analyses.cost.gc_pause import paused_gc
 from hloscope.analyses.cost.graph import ComputationGraph
+from hloscope.analyses.cost.kernels import KernelCost, kernel_cost
 from hloscope.analyses.cost.loops import TripCount, trip_count
 from hloscope.analyses.cost.rules import NO_MEMORY, Site, rule_for
 from hloscope.analyses.cost.vector import ZERO, Cost, elementwise_max, total
@@ -52,6 +54,15 @@ class Unattributed:
 
 
 @dataclass(frozen=True, slots=True)
+class ClosedForm:
+    """A custom-call costed by its kernel's closed form (one launch; loops not applied)."""
+
+    computation: str
+    instruction: str
+    kernel: KernelCost
+
+
+@dataclass(frozen=True, slots=True)
 class UnknownLoop:
     """A while loop whose trip count is neither annotated nor inferable (counted once)."""
 
@@ -70,6 +81,7 @@ class CostAnalysis:
     module: HloModule
     options: CostOptions = field(default_factory=CostOptions)
     unattributed: list[Unattributed] = field(default_factory=list)
+    closed_form: list[ClosedForm] = field(default_factory=list)
     unknown_loops: list[UnknownLoop] = field(default_factory=list)
     unknown_opcodes: set[str] = field(default_factory=set)
     _graphs: dict[str, ComputationGraph] = field(default_factory=dict)
@@ -200,7 +212,12 @@ class CostAnalysis:
     def _custom_call(self, graph: ComputationGraph, call: Instruction) -> Cost:
         if self.options.xla_custom_calls:
             return XLA_UNKNOWN
-        cost, attributed = custom_call_cost(self._site(graph, call))
+        site = self._site(graph, call)
+        kernel = kernel_cost(site)
+        if kernel is not None:
+            self.closed_form.append(ClosedForm(graph.computation.name, call.name, kernel))
+            return kernel.cost
+        cost, attributed = custom_call_cost(site)
         if not attributed:
             self.unattributed.append(Unattributed(graph.computation.name, call.name,
                                                   call.custom_call_target or ""))

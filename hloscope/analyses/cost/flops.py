@@ -68,6 +68,24 @@ class CustomCallInfo:
     instructions: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ClosedFormInfo:
+    """Launches of one Pallas kernel costed by its closed form (see cost/kernels.py).
+
+    `flops_per_launch` is one launch of each listed instruction (loop trip counts not applied;
+    the totals and breakdowns apply them)."""
+
+    kernel: str
+    phase: str
+    count: int
+    instructions: tuple[str, ...]
+    flops_per_launch: tuple[int, ...]
+    matmuls_per_block_pair: int
+    visited_block_pairs: int
+    block_pairs: int
+    basis: str
+
+
 @dataclass(slots=True)
 class FlopsResult(DataFrames):
     module_name: str
@@ -80,6 +98,8 @@ class FlopsResult(DataFrames):
     breakdowns: dict[str, list[Row]]
     loops: list[LoopInfo] = field(default_factory=list)
     unattributed: list[CustomCallInfo] = field(default_factory=list)
+    closed_form: list[ClosedFormInfo] = field(default_factory=list)
+    closed_form_flops: int = 0  # of `total.flops`, loop trip counts applied
     unknown_opcodes: list[str] = field(default_factory=list)
 
     @property
@@ -105,6 +125,8 @@ class FlopsResult(DataFrames):
                for by, rows in self.breakdowns.items()},
             "loops": [asdict(loop) for loop in self.loops],
             "unattributed_custom_calls": [asdict(call) for call in self.unattributed],
+            "closed_form_custom_calls": [asdict(call) for call in self.closed_form],
+            "closed_form_flops": self.closed_form_flops,
             "unknown_opcodes": self.unknown_opcodes,
         }
 
@@ -136,6 +158,8 @@ def _result(analysis: CostAnalysis, charged: list[Charge], scope_depth: int) -> 
         breakdowns=breakdowns(charged, scope_depth, prefix),
         loops=_loops(analysis),
         unattributed=_custom_calls(analysis),
+        closed_form=closed_form_calls(analysis),
+        closed_form_flops=closed_form_flops(analysis, charged),
         unknown_opcodes=sorted(analysis.unknown_opcodes),
     )
 
@@ -258,3 +282,22 @@ def _custom_calls(analysis: CostAnalysis) -> list[CustomCallInfo]:
         by_target.setdefault(call.target, []).append(call.instruction)
     return [CustomCallInfo(target, len(names), tuple(names))
             for target, names in sorted(by_target.items(), key=lambda kv: -len(kv[1]))]
+
+
+def closed_form_calls(analysis: CostAnalysis) -> list[ClosedFormInfo]:
+    """The closed-form custom-calls, one entry per kernel and block geometry."""
+    by_kernel: dict[tuple, list] = {}
+    for call in analysis.closed_form:
+        k = call.kernel
+        key = (k.kernel, k.phase, k.matmuls, k.visited_blocks, k.total_blocks, k.basis)
+        by_kernel.setdefault(key, []).append(call)
+    return [ClosedFormInfo(kernel, phase, len(calls), tuple(c.instruction for c in calls),
+                           tuple(c.kernel.cost.flops for c in calls), matmuls, visited, total,
+                           basis)
+            for (kernel, phase, matmuls, visited, total, basis), calls in by_kernel.items()]
+
+
+def closed_form_flops(analysis: CostAnalysis, charged: list[Charge]) -> int:
+    """The FLOPs of the closed-form custom-calls, as the totals count them (loops applied)."""
+    costed = {(call.computation, call.instruction) for call in analysis.closed_form}
+    return sum(c.cost.flops for c in charged if (c.computation, c.instruction.name) in costed)

@@ -70,6 +70,10 @@ class HloFigures:
     dcn_collective_bytes: int | None = None
     ici_collective_bytes: int | None = None
     unknown_link_collective_bytes: int | None = None  # a group syntax hloscope cannot read
+    # hloscope.analyses.cost.kernels: Pallas kernels (splash attention) XLA counts as nothing,
+    # costed by their closed form; their FLOPs are part of total_flops.
+    closed_form_flops: int = 0
+    closed_form_kernels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -211,7 +215,9 @@ def hlo_figures(module: HloModule, build: BuildFolder) -> HloFigures:
         live_peak_bytes=live_peak_bytes(module)[0],
         dcn_collective_bytes=None if links is None else links.dcn_bytes,
         ici_collective_bytes=None if links is None else links.ici_bytes,
-        unknown_link_collective_bytes=None if links is None else links.unknown_bytes)
+        unknown_link_collective_bytes=None if links is None else links.unknown_bytes,
+        closed_form_flops=costs.closed_form_flops,
+        closed_form_kernels=tuple(c.kernel for c in costs.closed_form))
 
 
 def collective_links(module: HloModule, build: BuildFolder) -> CollectivesResult | None:
