@@ -15,8 +15,8 @@ the buffer of an operand value instead of getting one of its own, if
   whose parameter for the operand reaches the fused root through elementwise ops and tuples
   only, or an output fusion whose root adds a dot or convolution to that parameter, or a
   `while` / `conditional`, or a dynamic-update-slice / scatter / set-dimension-size on its
-  operand 0 (triangular-solve: 1), or a sort whose operand has no other user, or an op that is
-  elementwise on that operand.
+  operand 0 (triangular-solve: 1), or an op that is elementwise on that operand. (XLA's rules
+  for sort and call users are not modelled: they never share here.)
 
 Shared values sit at one offset of one allocation in XLA's `*-buffer-assignment.txt`, so at the
 moment they meet they are one buffer, not two. The backends' extra hints (AliasInfo::MayAlias,
@@ -144,10 +144,8 @@ class _Rules:
         if opcode in _IN_PLACE_ON_FIRST:
             found = [i for i, o in enumerate(operands) if o is operand]
             return found == [_IN_PLACE_ON_FIRST[opcode]]
-        if opcode == "sort":
-            return self._sort(user, operand, user_index, operands)
-        if opcode == "call":
-            return False  # XLA's rule needs the callee root elementwise on a second use
+        if opcode in ("sort", "call"):
+            return False  # XLA's rules for these (operand's users, callee root) not modelled
         return self._elementwise_on(user, number)
 
     # --- elementwise ------------------------------------------------------------------------
@@ -200,11 +198,6 @@ class _Rules:
         return (len(param_users) == 1 and param_users[0] is root
                 and root.operands.count(parameter.name) == 1
                 and root.operands[other] == parameter.name)
-
-    def _sort(self, user: Instruction, operand: Instruction, user_index: Index,
-              operands: list[Instruction]) -> bool:
-        del operand, user_index, operands, user
-        return False  # needs the operand's user count across the program; CPU sorts are rare
 
     def _fused(self, fusion: Instruction, number: int
                ) -> tuple[dict[str, list[Instruction]], Instruction | None]:
