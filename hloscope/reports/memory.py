@@ -147,9 +147,9 @@ def _notes(result: MemoryResult, timeline_first: bool) -> list[str]:
                      "pass the XLA dump folder to see it beside the live peak")
     if result.xla_moment_bytes != result.all_spaces_peak_bytes:
         notes.append(f"XLA's live-range dump reports its peak at t={result.xla_moment_time} "
-                     f"({result.xla_moment_bytes:,} bytes, all spaces): its choice of moment "
-                     "sizes each element of a tuple-shaped instruction as the tuple's pointer "
-                     "table, so it can miss the highest point")
+                     f"({result.xla_moment_bytes:,} bytes, all spaces): it picks the moment "
+                     "where the bytes live just before plus those made then are highest, and "
+                     "counts no buffer reuse, so its figure is not the highest point")
     if result.scope_prefix:
         notes.append(f"scopes are shown below {result.scope_prefix}/ (shared by every op), "
                      f"to depth {result.scope_depth}; arguments by their pytree path")

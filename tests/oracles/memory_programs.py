@@ -1,7 +1,7 @@
 """Small JAX programs compiled on the CPU with XLA's memory dumps, for the memory tests.
 
 Run as a script in a child process (JAX stays out of the test process):
-`python memory_programs.py DUMP_DIR OUT.json` compiles every program with
+`python memory_programs.py DUMP_DIR OUT.json [SEED]` compiles every program with
 `--xla_dump_to=DUMP_DIR --xla_dump_hlo_as_text` (each program's module is `jit_<name>`) and
 writes, per program, JAX's own account of it: the residuals the backward pass saves
 (`saved_residuals`, for saved-activation categories) and, per flattened argument, which
@@ -9,18 +9,25 @@ top-level argument it belongs to (for parameter / optimizer state / input catego
 
 The programs vary what a liveness analysis must get right: MLPs in f32 and bf16, attention,
 scans (while loops with dynamic-update-slices), several remat policies, donated (aliased)
-arguments, a while loop with a conditional inside, and an embedding gradient (scatter).
+arguments, a while loop with a conditional inside, and an embedding gradient (scatter). The
+families are fixed; a seed (default `SEED`) picks the widths, depths and batch sizes of the
+later families (scans under every remat policy family, a convolution net, a Llama-like block),
+so another seed gives held-out programs of the same families.
 """
 from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 
 ARGUMENT_ROLES = {"params": "parameter", "opt_state": "optimizer state", "batch": "input"}
+SEED = 17
+SCAN_POLICIES = ("nothing_saveable", "checkpoint_dots", "dots_with_no_batch_dims_saveable",
+                 "everything_saveable")
 
 
-def programs():  # noqa: C901  (one closure per program keeps each readable on its own)
+def programs(seed: int = SEED):  # noqa: C901  (one closure per program keeps each readable)
     import jax
     import jax.numpy as jnp
 
@@ -123,6 +130,71 @@ def programs():  # noqa: C901  (one closure per program keeps each readable on i
     def checkpointed(policy):
         return lambda layer: jax.checkpoint(layer, policy=policy)
 
+    rng = random.Random(seed)
+
+    def scan_remat(policy_name):
+        width, depth, rows = rng.choice((64, 128)), rng.choice((3, 4)), rng.choice((32, 64))
+        policy = getattr(policies, policy_name)
+
+        def loss(params, batch):
+            def step(h, w):
+                return jnp.tanh(h @ w) * 0.5 + h, None
+            body = jax.checkpoint(step, policy=policy)
+            with jax.named_scope("layers"):
+                h = jax.lax.scan(body, batch["x"], params["stack"])[0]
+            return jnp.mean(h ** 2)
+        params = {"stack": ones((depth, width, width), jnp.float32)}
+        batch = {"x": ones((rows, width), jnp.float32)}
+        return train_step(loss), (params, state(params), batch), loss
+
+    def convolution():
+        channels, size = rng.choice((8, 16)), rng.choice((16, 32))
+
+        def loss(params, batch):
+            h = batch["images"]
+            for i, w in enumerate(params):
+                with jax.named_scope(f"layer_{i}"):
+                    h = jax.nn.relu(jax.lax.conv_general_dilated(
+                        h, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+            return jnp.mean(h ** 2)
+        params = [ones((3, 3, 3, channels), jnp.float32),
+                  ones((3, 3, channels, channels), jnp.float32)]
+        batch = {"images": ones((4, size, size, 3), jnp.float32)}
+        return train_step(loss), (params, state(params), batch), loss
+
+    def llama_block():
+        d, heads, seq = rng.choice((64, 128)), 4, rng.choice((32, 64))
+        hidden = 2 * d
+
+        def rms(x, g):
+            x32 = x.astype(jnp.float32)
+            return (x32 * jax.lax.rsqrt(jnp.mean(x32 ** 2, -1, keepdims=True) + 1e-6)
+                    ).astype(x.dtype) * g
+
+        def loss(params, batch):
+            x = batch["x"]
+            b, s, _ = x.shape
+            p = params
+            with jax.named_scope("layer_0"):
+                h = rms(x, p["attn_norm"])
+                q, k, v = (t.reshape(b, s, heads, d // heads) for t in
+                           (h @ p["wq"], h @ p["wk"], h @ p["wv"]))
+                scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(d // heads)
+                mask = jnp.tril(jnp.ones((s, s), bool))
+                probs = jax.nn.softmax(jnp.where(mask, scores, -1e9).astype(jnp.float32), -1)
+                out = jnp.einsum("bhqk,bkhd->bqhd", probs.astype(x.dtype), v).reshape(b, s, d)
+                x = x + out @ p["wo"]
+                h = rms(x, p["mlp_norm"])
+                x = x + (jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"])) @ p["w_down"]
+            return jnp.mean(x.astype(jnp.float32) ** 2)
+        bf16 = jnp.bfloat16
+        params = {"attn_norm": ones((d,), bf16), "mlp_norm": ones((d,), bf16),
+                  "wq": ones((d, d), bf16), "wk": ones((d, d), bf16), "wv": ones((d, d), bf16),
+                  "wo": ones((d, d), bf16), "w_gate": ones((d, hidden), bf16),
+                  "w_up": ones((d, hidden), bf16), "w_down": ones((hidden, d), bf16)}
+        batch = {"x": ones((2, seq, d), bf16)}
+        return train_step(loss), (params, state(params), batch), loss
+
     return {
         "mlp_f32": lambda: mlp(jnp.float32),
         "mlp_bf16_donated": lambda: mlp(jnp.bfloat16),
@@ -134,10 +206,14 @@ def programs():  # noqa: C901  (one closure per program keeps each readable on i
             jnp.bfloat16, checkpointed(policies.dots_with_no_batch_dims_saveable)),
         "embedding_bf16_donated": embedding,
         "loop_with_conditional": loop_with_conditional,
+        **{f"scan_{name}": (lambda name=name: scan_remat(name)) for name in SCAN_POLICIES},
+        "convolution": convolution,
+        "llama_block_bf16_donated": llama_block,
     }
 
 
-DONATED = {"mlp_bf16_donated": (0, 1), "embedding_bf16_donated": (0, 1)}
+DONATED = {"mlp_bf16_donated": (0, 1), "embedding_bf16_donated": (0, 1),
+           "llama_block_bf16_donated": (0, 1), "scan_checkpoint_dots": (0, 1)}
 
 
 def describe(name, build):
@@ -161,13 +237,13 @@ def describe(name, build):
             "donated": name in DONATED, "allocation_bytes": allocation}
 
 
-def main(dump_dir: str, out_path: str) -> None:
+def main(dump_dir: str, out_path: str, seed: int = SEED) -> None:
     os.environ["JAX_PLATFORMS"] = "cpu"
     os.environ["XLA_FLAGS"] = f"--xla_dump_to={dump_dir} --xla_dump_hlo_as_text"
-    found = {name: describe(name, build) for name, build in programs().items()}
+    found = {name: describe(name, build) for name, build in programs(seed).items()}
     with open(out_path, "w") as handle:
         json.dump(found, handle, indent=1)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], *(int(a) for a in sys.argv[3:4]))

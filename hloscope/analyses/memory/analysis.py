@@ -2,13 +2,16 @@
 
 Two figures are never confused:
 
-- the **live peak** (this analysis, from the HLO text alone): the most bytes of logical buffers
-  live at once, with XLA's live ranges (`liveness/`) and unpadded sizes (ShapeUtil::ByteSizeOf;
-  a tuple is its pointer table). `peak_bytes` counts the memory spaces that live in device
-  memory; every space also has its own peak, and `padded_peak_bytes` rounds tiled shapes up.
-  `xla_moment_time` / `xla_moment_bytes` reproduce what XLA's live-range dump
-  (`*-live-range.txt`) reports as its peak; XLA's choice of moment can miss the maximum
-  (`liveness/peak.py`), so they can be below `peak_bytes`.
+- the **live peak** (this analysis, from the HLO text alone): the most bytes of buffers live at
+  once, with XLA's live ranges (`liveness/`) and unpadded sizes (ShapeUtil::ByteSizeOf; a tuple
+  is its pointer table), an output made in the buffer of an operand that dies there counted
+  once with it (`liveness/sharing.py`). `peak_bytes` counts the memory spaces that live in
+  device memory; every space also has its own peak, and `padded_peak_bytes` rounds tiled shapes
+  up; `unshared_peak_bytes` is the device peak without that sharing (each buffer of XLA's alias
+  analysis on its own). `xla_moment_time` / `xla_moment_bytes` reproduce what XLA's live-range
+  dump (`*-live-range.txt`) reports as its peak; XLA's choice of moment is not the maximum of
+  anything that memory holds (`liveness/peak.py`), so they can be on either side of
+  `peak_bytes`.
 - the **allocation**: what XLA's buffer assignment reserves (arguments + temporaries + outputs
   - aliased, with packing and fragmentation), which decides an OOM. Only XLA's own data gives it:
   pass it in `xla` (`xla_figures` of a `Program`: its dump folder's buffer assignment and
@@ -46,7 +49,8 @@ if TYPE_CHECKING:
 GROUPINGS = ("category", "scope", "layer", "phase")
 DEFAULT_SCOPE_DEPTH = 2
 NO_LAYER = "(no layer)"
-BASIS = "live peak from the HLO text (logical buffers live at once; not XLA's allocation)"
+BASIS = ("live peak from the HLO text (buffers live at once, an output made in a dying "
+         "operand's buffer counted once with it; not XLA's allocation)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +151,7 @@ class MemoryResult(DataFrames):
     xla_moment_time: int
     xla_moment_bytes: int
     all_spaces_peak_bytes: int
+    unshared_peak_bytes: int
     buffer_count: int
     live_at_peak: list[BufferRow]
     spaces: list[SpacePeak]
@@ -186,6 +191,7 @@ class MemoryResult(DataFrames):
             "peak_phase": self.peak_phase, "xla_moment_time": self.xla_moment_time,
             "xla_moment_bytes": self.xla_moment_bytes,
             "all_spaces_peak_bytes": self.all_spaces_peak_bytes,
+            "unshared_peak_bytes": self.unshared_peak_bytes,
             "buffer_count": self.buffer_count, "scope_depth": self.scope_depth,
             "scope_prefix": self.scope_prefix,
             "by_category": self.by_category,
@@ -297,12 +303,17 @@ class _Builder:
             xla_moment_time=xla_time,
             xla_moment_bytes=sum(v.bytes for v in live_at(liveness, xla_time, per_buffer=False)),
             all_spaces_peak_bytes=max(added(timelines.values(), length), default=0),
+            unshared_peak_bytes=self._device_peak(space_timelines(liveness, shared=False)),
             buffer_count=len(liveness.ranges),
             live_at_peak=sorted((self.row(v) for v in peak_values),
                                 key=lambda r: (-r.bytes, r.name)),
             spaces=[self._space(n, t) for n, t in timelines.items()],
             timeline=self.timeline(live), scope_depth=self.scope_depth,
             scope_prefix="/".join(self.scope_prefix), xla=xla)
+
+    def _device_peak(self, timelines: dict[int, list[int]]) -> int:
+        device = (t for n, t in timelines.items() if is_device_space(self.backend, n))
+        return max(added(device, self.liveness.program.end_time + 1), default=0)
 
     def row(self, value: Value) -> BufferRow:
         instruction = value.instruction

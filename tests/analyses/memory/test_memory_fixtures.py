@@ -2,12 +2,14 @@
 
 On every fixture (CPU, GPU and TPU compiles of the same train step) hloscope's flattened schedule
 and every buffer's live range equal XLA's `*-live-range.txt`, and so do the moment XLA reports
-as its peak and the buffers it lists there. On TPU and GPU, the device live peak read from the
-text is never above XLA's allocation (arguments + temporaries + outputs - aliased) and within 15%
-below it, with the allocation read from XLA's buffer assignment for the device's memory spaces.
-(TPU's memory_analysis() takes its temporaries from libtpu's code generation, 3.6-4.4 MB more than
-its buffer assignment holds: the live peak is never above that figure either, but sits up to
-15.3% below it.) XLA's dumps are read with `hloscope.parsers.xla_memory`.
+as its peak and the buffers it lists there. On CPU and GPU the live peak is, to the byte, the
+most memory XLA's buffer assignment holds for the values live at once. On TPU and GPU, the
+device live peak read from the text is never above XLA's allocation (arguments + temporaries +
+outputs - aliased) and within 15% below it, with the allocation read from XLA's buffer assignment
+for the device's memory spaces. (TPU's memory_analysis() takes its temporaries from libtpu's code
+generation, 3.6-4.4 MB more than its buffer assignment holds: the live peak is never above that
+figure either, but sits up to 15.3% below it.) XLA's dumps are read with
+`hloscope.parsers.xla_memory`.
 """
 from __future__ import annotations
 
@@ -16,15 +18,17 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
+from xla_occupancy import chunks, held_bytes, pieces_at
 
 import hloscope
 from hloscope.analyses.memory.analysis import memory
 from hloscope.analyses.memory.liveness import analyze_liveness
-from hloscope.analyses.memory.liveness.peak import live_at
+from hloscope.analyses.memory.liveness.peak import live_at, live_bytes
 from hloscope.parsers.xla_memory import find_memory_artifacts, space_allocations
 
 FOLDERS = sorted(p.parent for p in FIXTURES.glob("*/*/meta.json"))
 CPU_FOLDERS = [f for f in FOLDERS if f.parent.name == "cpu"]
+GPU_FOLDERS = [f for f in FOLDERS if f.parent.name.startswith("gpu")]
 ACCELERATOR_FOLDERS = [f for f in FOLDERS if f.parent.name != "cpu"]
 ALLOCATION_TOLERANCE = 0.15
 
@@ -67,15 +71,47 @@ def test_xla_peak_moment_and_its_buffers(fixture):
     assert buffers == {value.key: value.bytes for value in dump.peak_values}
 
 
+@pytest.mark.parametrize("folder", CPU_FOLDERS + GPU_FOLDERS, ids=_id)
+def test_live_peak_is_the_memory_xla_holds_at_its_worst(folder):
+    """The live peak equals, to the byte, the most memory XLA's buffer assignment holds for the
+    values live at once (`xla_occupancy.py`), with the same buffer in each piece of memory; on
+    the scanned CPU fixture that is 1.4% above the figure XLA's live-range dump names its peak
+    (XLA's moment is not the highest point), on the others equal to it.
+
+    Away from the peak the timelines can differ, each way for one reason. CPU (2 and 5 moments
+    of the unrolled fixtures, by 128 KiB): the buffer assigner put a temporary into a donated
+    argument's allocation before the heap simulation, where it cannot take its dying operand's
+    buffer, so XLA holds more than predicted. GPU (9 and 11 moments, by up to 4 and 8 MiB):
+    XLA:GPU's may-alias hint (GpuAliasInfo::MayAlias) lets a loop fusion write over a GEMM
+    output of another shape with the same bytes, which the shared rules do not allow, so XLA
+    holds less than predicted."""
+    module = hloscope.load(folder)
+    result = memory(module)
+    artifacts = find_memory_artifacts(folder)
+    dump, where = artifacts.read_live_range(), chunks(artifacts.read_buffer_assignment())
+    held = held_bytes(dump, where)
+    assert result.peak_bytes == max(held)
+    intervals = dump.by_key()
+    latest = [max(piece, key=lambda key: (intervals[key].start, key))
+              for piece in pieces_at(dump, where, result.peak_time)]
+    assert sorted(row.name for row in result.live_at_peak) == sorted(latest)
+    ours = live_bytes(analyze_liveness(module))
+    differing = [ours[t] - held[t] for t in range(len(held)) if ours[t] != held[t]]
+    if folder in CPU_FOLDERS:
+        assert all(-131072 <= d < 0 for d in differing) and len(differing) <= 5
+    else:
+        assert all(0 < d <= 8 * 2**20 for d in differing) and len(differing) <= 11
+
+
 @pytest.mark.parametrize("folder", CPU_FOLDERS, ids=_id)
-def test_cpu_live_peak_is_xlas_within_one_percent(folder):
-    """The highest point can sit one step before XLA's moment (scan: +1.4%); the live set at
-    the peak is then not XLA's list, so both figures are checked."""
+def test_xla_dump_names_a_moment_not_the_highest_point(folder):
+    """XLA's `Live ranges at N (peak)` is reproduced exactly (`xla_moment_bytes`); the live
+    peak is never below it on these fixtures, and above it on the scanned one."""
     result = memory(hloscope.load(folder))
     dump = _xla_dump(folder)
-    assert result.peak_bytes >= dump.peak_bytes
     assert result.xla_moment_bytes == dump.peak_bytes
-    assert abs(result.peak_bytes - dump.peak_bytes) <= 0.015 * dump.peak_bytes
+    assert result.peak_bytes >= dump.peak_bytes
+    assert (result.peak_bytes > dump.peak_bytes) == (folder.name == "scan-remat-none")
 
 
 @pytest.mark.parametrize("folder", ACCELERATOR_FOLDERS, ids=_id)
@@ -121,3 +157,18 @@ def test_arguments_are_categorised_by_their_pytree_path(folder):
         assert classifier.category(value).value == expected.get(field, "input"), path
         checked += 1
     assert checked == len(module.entry.parameters)
+
+
+@pytest.mark.parametrize("folder", [FIXTURES / "tpu-v5e-2x2-oom" / "dump",
+                                    *[f for f in FOLDERS if f.parent.name.startswith("tpu")]],
+                         ids=lambda f: f"{f.parent.name}/{f.name}")
+def test_tpu_peak_moment_is_where_xla_holds_the_most_hbm(folder):
+    """On TPU the live peak is at the moment XLA's buffer assignment holds the most HBM (S(0));
+    the padded live peak is below that by 496-2,112 bytes (small buffers rounded to TPU's
+    allocation granularity, not modelled)."""
+    result = memory(hloscope.load(folder))
+    artifacts = find_memory_artifacts(folder)
+    held = held_bytes(artifacts.read_live_range(),
+                      chunks(artifacts.read_buffer_assignment(), {0}))
+    assert result.peak_time == held.index(max(held))
+    assert 0 < max(held) - result.padded_peak_bytes <= 2112

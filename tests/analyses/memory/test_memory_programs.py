@@ -1,11 +1,14 @@
 """Liveness of generated JAX programs against XLA's dumps and JAX's own account.
 
-`memory_programs.py` compiles nine small programs on the CPU in one child process (~5 s) with
-XLA's dumps on. For each, hloscope's live ranges, the moment XLA reports as its peak and the
-buffers it lists there equal XLA's `*-live-range.txt`; the highest point of the value-by-value
-timeline is at least XLA's reported figure; buffers that hold arguments are categorised as the
-argument's pytree position says (parameter, optimizer state, input); and the buffers categorised
-as saved activations have the sizes of the residuals `saved_residuals` says JAX saves.
+`memory_programs.py` compiles fifteen small programs of fixed families on the CPU in one child
+process (~10 s) with XLA's dumps on. For each, hloscope's live ranges, the moment XLA reports as
+its peak and the buffers it lists there equal XLA's `*-live-range.txt`; the live peak equals,
+to the byte, the most memory XLA's own buffer assignment holds for the values live at once
+(`xla_occupancy.py`), and the buffers live then are XLA's, piece of memory for piece of memory;
+the outputs XLA's heap simulator makes in the buffer of a dying operand are the ones
+`sharing.py` predicts; buffers that hold arguments are categorised as the argument's pytree
+position says (parameter, optimizer state, input); and the buffers categorised as saved
+activations have the sizes of the residuals `saved_residuals` says JAX saves.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ORACLES
+from xla_occupancy import chunks, held_bytes, pieces_at
 
 import hloscope
 from hloscope.analyses.memory.analysis import memory
@@ -29,7 +33,9 @@ from hloscope.parsers.xla_memory import find_memory_artifacts
 pytestmark = pytest.mark.compile
 PROGRAMS = ("mlp_f32", "mlp_bf16_donated", "attention", "scan_layers", "remat_full",
             "remat_dots", "remat_dots_no_batch_bf16", "embedding_bf16_donated",
-            "loop_with_conditional")
+            "loop_with_conditional", "scan_nothing_saveable", "scan_checkpoint_dots",
+            "scan_dots_with_no_batch_dims_saveable", "scan_everything_saveable", "convolution",
+            "llama_block_bf16_donated")
 
 
 @pytest.fixture(scope="module")
@@ -68,15 +74,79 @@ def test_xla_peak_and_its_buffers(program):
         value.key: value.bytes for value in xla.peak_values}
 
 
+def test_live_peak_is_the_memory_xla_holds_at_its_worst(compiled, program):
+    """The most bytes XLA's buffer assignment holds for the values its live ranges keep live at
+    once (overlapping chunks once) is the live peak; at that moment each piece of memory holds
+    the buffer hloscope lists (the value that goes on where two meet)."""
+    module, xla, info = program
+    assignment = find_memory_artifacts(compiled[0], info["module"]).read_buffer_assignment()
+    where = chunks(assignment)
+    result = memory(module)
+    assert result.peak_bytes == max(held_bytes(xla, where))
+    intervals = xla.by_key()
+    pieces = pieces_at(xla, where, result.peak_time)
+    latest = [max(piece, key=lambda key: (intervals[key].start, key)) for piece in pieces]
+    assert sorted(row.name for row in result.live_at_peak) == sorted(latest)
+
+
+def test_live_peak_against_xlas_figures(compiled):
+    """Over all programs: XLA's allocation (memory_analysis()) is at or above the live peak and
+    less than 17% above it; XLA's live-range figure is from 0.7% above the live peak to 20%
+    below it (its moment is not the highest point); without sharing the peak is up to 11% higher."""
+    dump, described = compiled
+    against_xla, unshared = [], []
+    for info in described.values():
+        result = memory(hloscope.load(dump, module=info["module"]))
+        xla = find_memory_artifacts(dump, info["module"]).read_live_range()
+        assert result.peak_bytes <= info["allocation_bytes"] < 1.17 * result.peak_bytes
+        against_xla.append(result.peak_bytes / xla.peak_bytes - 1)
+        unshared.append(result.unshared_peak_bytes / result.peak_bytes - 1)
+    assert -0.0071 < min(against_xla) < 0 and 0.19 < max(against_xla) < 0.201
+    assert min(unshared) == 0 and 0.10 < max(unshared) < 0.11
+
+
+def test_outputs_share_dying_operands_as_xlas_heap_does(compiled, program):
+    """Within XLA's heap-simulated temporaries, the (operand, output) pairs at overlapping
+    offsets whose ranges meet are the shares `sharing.py` predicts. (Outside it, the buffer
+    assigner may first put a temporary into a donated argument's or an output's allocation.)"""
+    module, xla, info = program
+    assignment = find_memory_artifacts(compiled[0], info["module"]).read_buffer_assignment()
+    temporaries = {v.key for a in assignment.allocations if a.is_preallocated_temp
+                   for v in a.values}
+    where = chunks(assignment)
+    liveness = analyze_liveness(module)
+    by_id = {v.id: v for v in liveness.values}
+    ours = {(by_id[a].name, by_id[b].name) for a, b in liveness.shares}
+    assert {p for p in ours if set(p) <= temporaries} == _xla_shares(liveness, where, temporaries)
+
+
+def _xla_shares(liveness, where, keys) -> set[tuple[str, str]]:
+    values = {v.name: v for v in liveness.live_values() if v.name in keys}
+    found = set()
+    for operand in values.values():
+        end = liveness.ranges[operand.id][1]
+        for user, _ in liveness.program.users.get(operand.instruction, ()):
+            for name in values:
+                output = values[name]
+                if output.instruction is not user or liveness.ranges[output.id][0] != end:
+                    continue
+                (a, s, e), (b, t, f) = where[operand.name], where[name]
+                if a == b and s < f and t < e and \
+                        liveness.buffers.find(operand.id) != liveness.buffers.find(output.id):
+                    found.add((operand.name, name))
+    return found
+
+
 def test_live_peak_is_the_highest_point(program):
     """Summed value by value (as XLA's dump sums them) the highest point is at least XLA's
-    reported moment; summed buffer by buffer (a buffer's touching values once) no higher."""
+    reported moment; summed buffer by buffer (a buffer's touching values once, an output made
+    in a dying operand's buffer once with it) no higher, and sharing only lowers it."""
     module, xla, _ = program
     result = memory(module)
     liveness = analyze_liveness(module)
     by_value = max(live_bytes(liveness, per_buffer=False))
     assert by_value >= xla.peak_bytes
-    assert result.peak_bytes <= by_value
+    assert result.peak_bytes <= result.unshared_peak_bytes <= by_value
     assert result.peak_bytes == max(step.inner_peak_bytes or step.live_bytes
                                     for step in result.timeline)
     assert sum(row.bytes for row in result.live_at_peak) == result.peak_bytes

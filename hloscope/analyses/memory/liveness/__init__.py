@@ -11,11 +11,14 @@ text alone, in the same steps as XLA:
     inplace.py    in-place operand/output pairs (AliasInfo)
     aliasing.py   values that share a buffer (HloAliasAnalysis)
     ranges.py     live ranges, made disjoint within a buffer (HloLiveRange)
+    sharing.py    outputs made in the buffer of an operand that dies there (HeapSimulator)
     peak.py       the peak moment, the live set at it, per memory space, and the timeline
     categories.py what each buffer is: parameter, optimizer state, activation, gradient, ...
 
-The live peak is the sum of logical buffers live at once. It is not what XLA allocates: the
-allocation packs buffers into a heap with fragmentation and reuse (see `hloscope memory`).
+The live peak is the sum of the buffers live at once, an output that takes the buffer of an
+operand dying where it is made counted once with it (as XLA's buffer assignment places them). It
+is not what XLA allocates: the allocation packs buffers into a heap with alignment and
+fragmentation (see `hloscope memory`).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from hloscope.analyses.memory.liveness.dataflow import Dataflow
 from hloscope.analyses.memory.liveness.positions import settle
 from hloscope.analyses.memory.liveness.program import FlatProgram, flatten
 from hloscope.analyses.memory.liveness.ranges import live_ranges
+from hloscope.analyses.memory.liveness.sharing import Share, shared_buffers
 from hloscope.analyses.memory.liveness.values import Index, Value, subtree, top_value
 from hloscope.errors import NotScheduledError
 from hloscope.model.instruction import Instruction
@@ -34,12 +38,18 @@ from hloscope.model.module import HloModule
 
 @dataclass(slots=True)
 class Liveness:
-    """The values of a program with their live ranges (inclusive logical times)."""
+    """The values of a program with their live ranges (inclusive logical times).
+
+    `buffers` groups the values XLA's alias analysis puts in one buffer; `shares` lists the
+    (operand, output) values the heap simulator places in one buffer where the operand dies;
+    `allocations` groups both: the values that occupy one piece of memory over time."""
 
     program: FlatProgram
     values: list[Value]
     ranges: dict[int, tuple[int, int]]
     buffers: UnionFind
+    shares: list[Share]
+    allocations: UnionFind
     _live: list[Value] | None = None
 
     def live_values(self) -> list[Value]:
@@ -68,7 +78,12 @@ def analyze_liveness(module: HloModule, root: str | None = None) -> Liveness:
         return phis.resolve(top_value(subtree(dataflow.trees[instruction], index)))
 
     buffers = alias_buffers(program, values, value_at)
-    return Liveness(program, values, live_ranges(program, values, buffers), buffers)
+    ranges = live_ranges(program, values, buffers)
+    shares = shared_buffers(program, values, ranges, buffers, value_at)
+    allocations = buffers.copy()
+    for operand, output in shares:
+        allocations.union(operand, output)
+    return Liveness(program, values, ranges, buffers, shares, allocations)
 
 
 __all__ = ["Liveness", "Value", "analyze_liveness", "require_scheduled"]

@@ -33,6 +33,11 @@ class UnionFind:
             parent[key], key = root, parent[key]
         return root
 
+    def copy(self) -> UnionFind:
+        found = UnionFind()
+        found.parent = dict(self.parent)
+        return found
+
     def union(self, a: int, b: int) -> None:
         root_a, root_b = self.find(a), self.find(b)
         if root_a != root_b:

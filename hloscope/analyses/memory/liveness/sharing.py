@@ -1,0 +1,217 @@
+"""Which outputs take the buffer of an operand that dies where they are made (XLA's buffer reuse).
+
+XLA's buffer assignment replays the live ranges in time order (HeapSimulator::RunComputation,
+xla/service/heap_simulator/heap_simulator.cc). When a value is defined at time t it may *share*
+the buffer of an operand value instead of getting one of its own, if
+
+- neither value is aliased with another (each is alone in its buffer, `aliasing.py`);
+- the operand value is freed at t (its live range ends there) and no other value defined at t
+  took it first (values defined at t are visited by (start, end, id), operands in order);
+- the operand value is defined by the operand instruction itself (not reached through a
+  bitcast or a get-tuple-element), the user is not a `copy`, and the operand is not a constant;
+- HloDataflowAnalysis::CanShareOperandBufferWithUser allows it
+  (xla/hlo/analysis/hlo_dataflow_analysis.cc): the two shapes are equal, layout included, and
+  either the user updates that operand in place (`inplace.py`), or it is a loop or input fusion
+  whose parameter for the operand reaches the fused root through elementwise ops and tuples
+  only, or an output fusion whose root adds a dot or convolution to that parameter, or a
+  `while` / `conditional`, or a dynamic-update-slice / scatter / set-dimension-size on its
+  operand 0 (triangular-solve: 1), or an op that is elementwise on that operand. (XLA's rules
+  for sort and call users are not modelled: they never share here.)
+
+Shared values sit at one offset of one allocation in XLA's `*-buffer-assignment.txt`, so at the
+moment they meet they are one buffer, not two. The backends' extra hints (AliasInfo::MayAlias,
+e.g. XLA:GPU's fusion hints) are not modelled: they only apply where shapes differ or override
+the rules above for particular fusions.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from hloscope.analyses.memory.liveness.aliasing import UnionFind
+from hloscope.analyses.memory.liveness.inplace import InPlaceRules
+from hloscope.analyses.memory.liveness.program import FlatProgram, fused_computation
+from hloscope.analyses.memory.liveness.values import Index, Value
+from hloscope.model.instruction import Instruction
+from hloscope.model.module import HloModule
+from hloscope.model.opcodes import ELEMENTWISE_ARITHMETIC
+
+ValueAt = Callable[[Instruction, Index], Value]
+
+# HloInstruction::IsElementwise (xla/hlo/ir/hlo_opcode.cc IsOpElementwise): the elementwise
+# arithmetic opcodes and copy; map is elementwise when it maps all dimensions (always, in HLO
+# that XLA emits). dynamic-update-slice is elementwise on its operand 0 only.
+_ELEMENTWISE = ELEMENTWISE_ARITHMETIC | {"copy", "map"}
+_IN_PLACE_ON_FIRST = {"dynamic-update-slice": 0, "scatter": 0, "set-dimension-size": 0,
+                      "triangular-solve": 1}
+_CUBLAS_LT = ("__cublas$lt$matmul", "__cublas$lt$matmul$f8")
+
+Share = tuple[int, int]
+"""(operand value id, user value id): the user is made in the operand's buffer."""
+
+
+def shared_buffers(program: FlatProgram, values: list[Value], ranges: dict[int, tuple[int, int]],
+                   buffers: UnionFind, value_at: ValueAt) -> list[Share]:
+    """The operand buffers XLA's heap simulator lets an instruction's output take, in order."""
+    sizes = Counter(buffers.find(v.id) for v in values)
+    pinned = _pinned_buffers(program, values, buffers)
+    alone = {v.id for v in values
+             if sizes[buffers.find(v.id)] == 1 and buffers.find(v.id) not in pinned}
+    rules = _Rules(program.module)
+    freed: set[int] = set()
+    shares: list[Share] = []
+    ordered = sorted((v for v in values if v.id in ranges), key=lambda v: (*ranges[v.id], v.id))
+    for value in ordered:
+        if value.id not in alone or value.instruction.opcode in ("copy", "parameter"):
+            continue
+        start = ranges[value.id][0]
+        operand = _operand_to_take(program, value, start, ranges, alone, freed, rules, value_at)
+        if operand is not None:
+            freed.add(operand.id)
+            shares.append((operand.id, value.id))
+    return shares
+
+
+def _pinned_buffers(program: FlatProgram, values: list[Value], buffers: UnionFind) -> set[int]:
+    """Buffers the heap simulator never places: those holding an entry parameter, a constant or
+    an entry output get allocations of their own (BufferAssigner), so they share with nothing."""
+    entry, root = program.root, program.root.root
+    pinned = set()
+    for value in values:
+        instruction = value.instruction
+        if (instruction.opcode == "constant"
+                or (instruction.opcode == "parameter"
+                    and program.computation_of.get(instruction) is entry)
+                or any(position is root for position, _ in value.positions)):
+            pinned.add(buffers.find(value.id))
+    return pinned
+
+
+def _operand_to_take(program: FlatProgram, value: Value, time: int,
+                     ranges: dict[int, tuple[int, int]], alone: set[int], taken: set[int],
+                     rules: _Rules, value_at: ValueAt) -> Value | None:
+    user = value.instruction
+    operands = program.operands.get(user, [])
+    for operand in operands:
+        candidate = value_at(operand, ())
+        if (candidate.id not in alone or candidate.id in taken or candidate.id not in ranges
+                or ranges[candidate.id][1] != time or candidate.instruction not in operands):
+            continue
+        if rules.can_share(candidate, user, value.index, operands):
+            return candidate
+    return None
+
+
+class _Rules:
+    """CanShareOperandBufferWithUser for one module, fused computations looked up once."""
+
+    def __init__(self, module: HloModule) -> None:
+        self.module = module
+        self.in_place = InPlaceRules(module)
+        self._users: dict[str, dict[str, list[Instruction]]] = {}
+
+    def can_share(self, operand_value: Value, user: Instruction, user_index: Index,
+                  operands: list[Instruction]) -> bool:
+        operand = operand_value.instruction
+        if operand.opcode == "constant":
+            return False
+        if user.opcode == "custom-call" and user.custom_call_target in _CUBLAS_LT \
+                and user_index == (1,):
+            return False
+        if operand_value.shape != user.shape.subshape(user_index):
+            return False
+        if self._must_alias(operand_value, user, user_index):
+            return True
+        number = next(i for i, o in enumerate(operands) if o is operand)
+        return self._may_share(user, number, operand, user_index, operands)
+
+    def _must_alias(self, operand_value: Value, user: Instruction, user_index: Index) -> bool:
+        uses = {(number, index) for u, number, index in operand_value.uses if u is user}
+        return any(output == user_index and pair in uses
+                   for pair, output in self.in_place.pairs(user))
+
+    def _may_share(self, user: Instruction, number: int, operand: Instruction,
+                   user_index: Index, operands: list[Instruction]) -> bool:
+        opcode = user.opcode
+        if opcode == "fusion":
+            kind = user.fusion_kind
+            if kind in ("kLoop", "kInput"):
+                return self._transitively_elementwise(user, number, allow_tuple=True)
+            if kind == "kOutput":
+                return self._output_fusion_add(user, number)
+        if opcode in ("while", "conditional"):
+            return True
+        if opcode in _IN_PLACE_ON_FIRST:
+            found = [i for i, o in enumerate(operands) if o is operand]
+            return found == [_IN_PLACE_ON_FIRST[opcode]]
+        if opcode in ("sort", "call"):
+            return False  # XLA's rules for these (operand's users, callee root) not modelled
+        return self._elementwise_on(user, number)
+
+    # --- elementwise ------------------------------------------------------------------------
+    def _elementwise_on(self, instruction: Instruction, number: int) -> bool:
+        """HloInstruction::IsElementwiseOnOperand."""
+        opcode = instruction.opcode
+        if opcode == "fusion":
+            return self._transitively_elementwise(instruction, number, allow_tuple=False)
+        if opcode == "dynamic-update-slice":
+            return number == 0
+        return opcode in _ELEMENTWISE
+
+    def _transitively_elementwise(self, fusion: Instruction, number: int,
+                                  allow_tuple: bool) -> bool:
+        """Every use reachable from the fusion's parameter `number` is elementwise on what it
+        reads (or, for AreTransitiveUsesElementwiseOrTuple, a tuple)."""
+        users, parameter = self._fused(fusion, number)
+        if parameter is None:
+            return False
+        stack, seen = [parameter], {parameter.name}
+        while stack:
+            current = stack.pop()
+            for user in users.get(current.name, ()):
+                numbers = [i for i, name in enumerate(user.operands) if name == current.name]
+                if not (allow_tuple and user.opcode == "tuple") and not all(
+                        self._elementwise_on(user, i) for i in numbers):
+                    return False
+                if user.name not in seen:
+                    seen.add(user.name)
+                    stack.append(user)
+        return True
+
+    def _output_fusion_add(self, fusion: Instruction, number: int) -> bool:
+        """An output fusion whose root adds a dot/convolution to the parameter (its only use)."""
+        users, parameter = self._fused(fusion, number)
+        name = fused_computation(fusion)
+        if parameter is None or name is None:
+            return False
+        computation = self.module.computation(name)
+        root = computation.root
+        if root.opcode != "add":
+            return False
+        by_name = {i.name: i for i in computation.instructions}
+        kinds = [by_name[o].opcode if o in by_name else "" for o in root.operands]
+        if "dot" not in kinds and "convolution" not in kinds:
+            return False
+        matched = next(i for i, k in enumerate(kinds) if k in ("dot", "convolution"))
+        other = 1 if matched == 0 else 0
+        param_users = users.get(parameter.name, [])
+        return (len(param_users) == 1 and param_users[0] is root
+                and root.operands.count(parameter.name) == 1
+                and root.operands[other] == parameter.name)
+
+    def _fused(self, fusion: Instruction, number: int
+               ) -> tuple[dict[str, list[Instruction]], Instruction | None]:
+        name = fused_computation(fusion)
+        if name is None:
+            return {}, None
+        users = self._users.get(name)
+        computation = self.module.computation(name)
+        if users is None:
+            users = {}
+            for instruction in computation.instructions:
+                for operand in dict.fromkeys(instruction.operands):
+                    users.setdefault(operand, []).append(instruction)
+            self._users[name] = users
+        parameter = next((i for i in computation.instructions
+                          if i.opcode == "parameter" and i.parameter_number == number), None)
+        return users, parameter
