@@ -102,6 +102,7 @@ def oom(module: ModuleLike, device: str | None = None, capacity: int | str | Non
     text); `sweep` (a `hloscope sweep -o DIR` folder) adds its compiled variants to the
     remedies."""
     from hloscope.analyses.oom import diagnose, oom_inputs, resolve_capacity
+    from hloscope.analyses.oom.compiled import sweep_offloads_optimizer
     from hloscope.devices import check_device_or_capacity
     from hloscope.formats.sweep import read_sweep
     from hloscope.units import parse_bytes
@@ -110,8 +111,10 @@ def oom(module: ModuleLike, device: str | None = None, capacity: int | str | Non
     inputs = oom_inputs(as_program(module, log_path=log))
     given = parse_bytes(capacity) if isinstance(capacity, str) else capacity
     resolved = resolve_capacity(given, device, inputs.log, inputs.device)
-    rows = None if sweep is None else read_sweep(Path(sweep)).variants
-    return diagnose(inputs, resolved, rows, top)
+    record = None if sweep is None else read_sweep(Path(sweep))
+    rows = None if record is None else record.variants
+    offloaded = record is not None and sweep_offloads_optimizer(record.data.get("config"))
+    return diagnose(inputs, resolved, rows, top, offloaded)
 
 
 def compare(a: ModuleLike, b: ModuleLike, device: str | None = None) -> CompareResult:

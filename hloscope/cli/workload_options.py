@@ -14,8 +14,9 @@ import click
 
 from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_names
 from hloscope.spec.config import ATTENTIONS, DTYPES, LOSSES, TransformerConfig
+from hloscope.spec.mesh import MESH_EXAMPLE, mesh_config_values, parse_mesh_text
 from hloscope.spec.presets import preset_config, preset_names
-from hloscope.spec.targets import EXAMPLES, target_spec
+from hloscope.spec.targets import EXAMPLES, parse_target, target_spec
 from hloscope.sweeps.executor_base import EXECUTORS, ExecutorSpec
 from hloscope.sweeps.grid import Grid, parse_int_list
 from hloscope.workloads.cache import default_cache_dir
@@ -85,13 +86,19 @@ def _model_options(command: CommandFunction, grid: bool) -> CommandFunction:
 
 # Memory-efficient model options (issue 16): attention, loss, gradient accumulation.
 _MEMORY_FIELDS = ("attention", "attention_q_block", "attention_kv_block", "loss", "loss_chunk",
-                  "micro_batches")
+                  "micro_batches", "optimizer_offload")
 
 
 def _memory_options() -> list[Callable[[Any], Any]]:
-    """--attention, its block sizes, --loss, --loss-chunk, --micro-batches (preset defaults)."""
+    """--attention, its block sizes, --loss, --loss-chunk, --micro-batches,
+    --optimizer-offload (preset defaults)."""
     size = click.IntRange(min=1)
     return [
+        click.option("--optimizer-offload/--no-optimizer-offload", "optimizer_offload",
+                     default=None,
+                     help="Keep the fp32 master weights and AdamW moments in pinned host "
+                          "memory, moved to the device for the update (MaxText's "
+                          "optimizer_memory_host_offload) (default: off)."),
         click.option("--micro-batches", "micro_batches", type=size, default=None, metavar="K",
                      help="Gradient accumulation: a scan over K micro-batches, one optimizer "
                           "update; K must divide each data-parallel shard's batch (default 1)."),
@@ -176,12 +183,19 @@ _MESH_OPTIONS = (  # (option, parameter, help): config fields, but the last is t
 
 
 def mesh_options(command: CommandFunction) -> CommandFunction:
-    """The mesh options; applied to the `config` that model_options passes (put it below)."""
+    """The mesh options; applied to the `config` that model_options passes (put it below, and
+    above target_option: `--mesh` is checked against the target's devices)."""
 
     @functools.wraps(command)
-    def collected(*args: Any, config: TransformerConfig, **kwargs: Any) -> Any:
+    def collected(*args: Any, config: TransformerConfig, mesh: str | None, **kwargs: Any) -> Any:
         stated = {name: kwargs.pop(name) for _, name, _ in _MESH_OPTIONS}
         stated = {name: value for name, value in stated.items() if value is not None}
+        if mesh is not None:
+            if stated:
+                raise click.UsageError(
+                    "--mesh and --dcn-data-parallelism / --ici-fsdp-parallelism / "
+                    "--ici-tensor-parallelism say the same thing: give one of them")
+            stated = _mesh_text_values(mesh, kwargs)
         tensor = stated.pop("ici_tensor_parallel", None)
         if tensor is not None and config.tensor_parallel not in (1, tensor):
             raise click.UsageError(f"--tensor {config.tensor_parallel} and "
@@ -195,7 +209,25 @@ def mesh_options(command: CommandFunction) -> CommandFunction:
     for option, field, text in reversed(_MESH_OPTIONS):
         collected = click.option(option, field, type=click.IntRange(min=1), default=None,
                                  metavar="N", help=text)(collected)
+    collected = click.option(
+        "--mesh", default=None, metavar="AXIS=N,...",
+        help=f"The mesh in one string, e.g. {MESH_EXAMPLE}: dcn_data (data) across slices, "
+             "fsdp, tensor and ici_data inside one; unstated, dcn_data is the number of "
+             "slices, fsdp and tensor 1, ici_data the rest; the sizes must multiply to the "
+             "target's devices. Instead of the three options below.")(collected)
     return collected  # type: ignore[return-value]
+
+
+def _mesh_text_values(text: str, kwargs: dict[str, Any]) -> dict[str, int]:
+    """`--mesh` as the mesh options' values, checked against the target the command got."""
+    spec = target_spec(kwargs["target"], kwargs.get("num_slices"),
+                       kwargs.get("allow_any_topology", False))
+    target = parse_target(spec)
+    values = mesh_config_values(parse_mesh_text(text), target.num_slices,
+                                target.devices_per_slice)
+    return {"dcn_data_parallel": values["dcn_data_parallel"],
+            "ici_fsdp_parallel": values["ici_fsdp_parallel"],
+            "ici_tensor_parallel": values["tensor_parallel"]}
 
 
 def format_option(command: CommandFunction) -> CommandFunction:

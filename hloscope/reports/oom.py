@@ -16,6 +16,7 @@ _REMEDY_COLUMNS = [
     Column("predicted_bytes", "predicted peak", "bytes"),
     Column("compiled_bytes", "compiled peak", "bytes"),
     Column("prediction_error", "error", "percent"), Column("fits", "fits"),
+    Column("host_bytes", "pinned host/device", "bytes"), Column("host_fits", "host fits"),
     Column("extra_flops", "extra FLOPs", "flops"),
     Column("extra_flops_fraction", "of step", "percent"), Column("cost", "cost"),
 ]

@@ -32,6 +32,11 @@ Memory-efficient options (what a run at scale uses; fields in their own block of
 - `micro_batches` K: gradient accumulation, a scan over K micro-batches of the global batch
   (fp32 gradient sums, one optimizer update); K must divide each data-parallel shard's batch.
 
+`optimizer_offload` (MaxText's `optimizer_memory_host_offload`): the fp32 master weights and
+AdamW moments live in pinned host memory between steps; the step moves them to the device for
+the update and back (`workloads/transformer.py`). Off by default, and left out of `to_dict`
+when off, so configs without it hash as before.
+
 Defaults. The fields default to the plain program (plain attention, plain loss, one
 micro-batch), and so do the `tiny`, `gpt2-small` and `llama-1b` presets: the committed fixtures
 (fixtures/make_fixtures.py, from `tiny`) and the tests that compare live compiles with them stay
@@ -105,6 +110,7 @@ class AdamWConfig:
 
 
 _OPTIONAL_WHEN_UNSET = ("dcn_data_parallel", "ici_fsdp_parallel")
+_OPTIONAL_WHEN_FALSE = ("optimizer_offload",)
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,7 @@ class TransformerConfig:
     loss: str = "plain"  # plain | blockwise
     loss_chunk: int | None = None  # None: gcd(DEFAULT_LOSS_CHUNK, seq_len)
     micro_batches: int = 1  # gradient accumulation steps per optimizer update
+    optimizer_offload: bool = False  # fp32 master and AdamW moments in pinned host memory
 
     def __post_init__(self) -> None:
         _check_choice("remat", self.remat, (*REMAT_POLICIES, *BLOCK_REMAT_POLICIES))
@@ -259,11 +266,14 @@ class TransformerConfig:
         return self.batch * self.seq_len
 
     def to_dict(self) -> dict[str, Any]:
-        """The config as JSON; mesh options left unstated are left out, so a single-slice
-        config reads (and hashes) as it did before they existed."""
+        """The config as JSON; mesh options left unstated (and `optimizer_offload` when off)
+        are left out, so such a config reads (and hashes) as it did before they existed."""
         data = asdict(self)
         for name in _OPTIONAL_WHEN_UNSET:
             if data[name] is None:
+                del data[name]
+        for name in _OPTIONAL_WHEN_FALSE:
+            if not data[name]:
                 del data[name]
         return data
 

@@ -104,3 +104,59 @@ def plan_mesh(config: TransformerConfig, num_slices: int, devices_per_slice: int
         raise UsageError(f"ICI FSDP parallelism {fsdp} does not divide the {rest} devices of a "
                          f"slice left by tensor parallelism {tensor}")
     return MeshPlan(num_slices, dcn, rest // fsdp, fsdp, tensor, True)
+
+
+# --- `--mesh` text: the same sizes in one string ------------------------------------------
+MESH_AXES = {  # accepted name -> (axis, MaxText's option)
+    "dcn_data": ("dcn_data", "--dcn-data-parallelism"),
+    "data": ("dcn_data", "--dcn-data-parallelism"),
+    "ici_data": ("ici_data", None),
+    "fsdp": ("fsdp", "--ici-fsdp-parallelism"),
+    "ici_fsdp": ("fsdp", "--ici-fsdp-parallelism"),
+    "tensor": ("tensor", "--ici-tensor-parallelism"),
+    "ici_tensor": ("tensor", "--ici-tensor-parallelism"),
+}
+MESH_EXAMPLE = "dcn_data=4,fsdp=128,tensor=1 (or data:4,fsdp:128)"
+
+
+def parse_mesh_text(text: str) -> dict[str, int]:
+    """`--mesh` as axis sizes {dcn_data, ici_data, fsdp, tensor} (those stated): comma-separated
+    NAME=N or NAME:N, NAME one of MESH_AXES (`data` is the DCN data axis, as MaxText's
+    `dcn_data_parallelism`; `ici_data` the data parallelism left inside a slice). UsageError
+    naming the grammar for anything else."""
+    sizes: dict[str, int] = {}
+    for item in (part.strip() for part in text.split(",")):
+        name, separator, value = item.replace(":", "=", 1).partition("=")
+        name = name.strip().lower()
+        if not separator or name not in MESH_AXES or not value.strip().isdigit() \
+                or int(value) < 1:
+            raise UsageError(f"bad --mesh item {item!r} in {text!r}: use NAME=N items, NAME in "
+                             f"{', '.join(MESH_AXES)}, N >= 1, e.g. {MESH_EXAMPLE}")
+        axis = MESH_AXES[name][0]
+        if axis in sizes:
+            raise UsageError(f"--mesh {text!r} states the {axis} axis twice")
+        sizes[axis] = int(value)
+    return sizes
+
+
+def mesh_config_values(sizes: dict[str, int], num_slices: int,
+                       devices_per_slice: int) -> dict[str, int]:
+    """The config fields `--mesh` sizes stand for (dcn_data_parallel, ici_fsdp_parallel,
+    tensor_parallel). The string states the whole mesh: unstated, dcn_data is the number of
+    slices, fsdp and tensor are 1 and ici_data the rest of the devices; UsageError when the
+    sizes do not multiply to the target's devices."""
+    dcn = sizes.get("dcn_data", num_slices)
+    fsdp, tensor = sizes.get("fsdp", 1), sizes.get("tensor", 1)
+    devices = num_slices * devices_per_slice
+    if "ici_data" in sizes:
+        ici_data = sizes["ici_data"]
+    elif devices % (dcn * fsdp * tensor) == 0:
+        ici_data = devices // (dcn * fsdp * tensor)
+    else:
+        ici_data = 0
+    product = dcn * ici_data * fsdp * tensor
+    if product != devices:
+        stated = " x ".join(f"{axis} {size}" for axis, size in sizes.items())
+        raise UsageError(f"--mesh {stated} does not multiply to the target's {devices} devices "
+                         f"({num_slices} slice(s) of {devices_per_slice})")
+    return {"dcn_data_parallel": dcn, "ici_fsdp_parallel": fsdp, "tensor_parallel": tensor}

@@ -20,6 +20,18 @@ Program structure the analyses rely on:
 
 The loss is `plain` (full [b, s, vocab] logits) or `blockwise` (`blockwise.py`), by config.
 
+With `optimizer_offload` (MaxText's `optimizer_memory_host_offload`) the fp32 master weights and
+both moments are arguments and outputs in pinned host memory (their shardings' memory kind is
+`pinned_host`, sharded as on the device): the step `device_put`s them to device memory under
+`named_scope("optimizer")` for the update and back to the host after it, as MaxText's train
+step does with its optimizer state. Measured on TPU v5e (libtpu 0.0.42.1, deviceless): the
+state is in host memory between steps (the host arguments are exactly 12 B per parameter held)
+and moves in and out once per step, but XLA starts the copies into the device at the start of
+the program, so the state is on the device through the backward pass and the device total is
+not lower (docs/oom.md, "optimizer-offload"). Neither an optimization barrier with the
+gradients nor a per-layer scan of the update changed that (the barrier is walked through, the
+scan added host temporaries and un-aliased outputs), so neither is kept.
+
 Blocks are GPT- or Llama-style by config (`layers`); sharding is by config (`sharding`). This
 module imports jax at the top: import it only in child processes and tests.
 """
@@ -235,9 +247,12 @@ def adamw_update(state: TrainState, grads: Tree, config: TransformerConfig) -> T
 
 
 def train_step_fn(config: TransformerConfig, mesh: Mesh | None = None,
-                  state_shardings: Any = None) -> Callable[..., Any]:
+                  state_shardings: Any = None,
+                  host_shardings: TrainState | None = None) -> Callable[..., Any]:
     """The train step as a function named `train_step` (its HLO module is `jit_train_step`).
-    With `state_shardings`, the new state is constrained to the old one's shardings."""
+    With `state_shardings` (device memory), the new state is constrained to the old one's
+    shardings; with `host_shardings` (the state's shardings, the optimizer's in pinned host
+    memory) the optimizer state comes to the device for the update and goes back after it."""
 
     def train_step(state: TrainState, batch: dict[str, jax.Array]) -> tuple[TrainState, Any]:
         if config.micro_batches > 1:
@@ -247,12 +262,41 @@ def train_step_fn(config: TransformerConfig, mesh: Mesh | None = None,
         else:
             loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, config, mesh)
         with jax.named_scope("optimizer"):
+            if host_shardings is not None:
+                state = move_optimizer_state(state, host_shardings, "device")
             new_state = adamw_update(state, grads, config)
         if state_shardings is not None:
             new_state = jax.lax.with_sharding_constraint(new_state, state_shardings)
+        if host_shardings is not None:
+            with jax.named_scope("optimizer"):
+                new_state = move_optimizer_state(new_state, host_shardings, "pinned_host")
         return new_state, {"loss": loss}
 
     return train_step
+
+
+OFFLOADED_FIELDS = ("master", "mu", "nu")
+"""The TrainState fields `optimizer_offload` keeps in pinned host memory."""
+
+
+def move_optimizer_state(state: TrainState, shardings: TrainState, kind: str) -> TrainState:
+    """`state` with its master weights and moments `device_put` to memory `kind` ("device" or
+    "pinned_host"), sharded as `shardings` says (inside jit: an annotated copy XLA schedules)."""
+    moved = {name: jax.device_put(getattr(state, name), jax.tree.map(
+        lambda s: s.with_memory_kind(kind), getattr(shardings, name)))
+        for name in OFFLOADED_FIELDS if getattr(state, name) is not None}
+    return state._replace(**moved)
+
+
+def offloaded_state(state: TrainState) -> TrainState:
+    """Abstract state whose master weights and moments live in pinned host memory."""
+    def to_host(leaf: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype,
+                                    sharding=leaf.sharding.with_memory_kind("pinned_host"))
+
+    moved = {name: jax.tree.map(to_host, getattr(state, name))
+             for name in OFFLOADED_FIELDS if getattr(state, name) is not None}
+    return state._replace(**moved)
 
 
 def micro_batches(batch: dict[str, jax.Array], count: int,
@@ -305,20 +349,38 @@ def build_train_step(mesh: Mesh, **config_values: Any) -> CompileSpec:
     if config.batch % data:
         raise UsageError(f"batch {config.batch} does not split over {data} devices")
     config.check_placement(mesh.devices.flat[0].platform, data)
+    batch = abstract_batch(config, sharding.batch_sharding(mesh))
     if not sharding.is_sharded(config):
-        state = abstract_state(config, sharding.replicated(mesh))
+        replicated = sharding.replicated(mesh)
+        shardings = None
+        if config.optimizer_offload:  # a tree, so the optimizer's leaves can move to the host
+            shardings = jax.tree.map(lambda s: replicated, param_shapes(config),
+                                     is_leaf=_is_shape)
+        state = abstract_state(config, shardings or replicated, replicated)
         # The mesh only for splash's shard_map and the micro-batches' layout: the plain
         # data-parallel program (the fixtures') has no sharding constraint.
         needs_mesh = config.attention == "splash" or config.micro_batches > 1
-        step = train_step_fn(config, mesh if needs_mesh else None)
-        return CompileSpec(step, (state, abstract_batch(
-            config, sharding.batch_sharding(mesh))), donate_argnums=(0,))
+        host = _host_shardings(state, config)
+        step = train_step_fn(config, mesh if needs_mesh else None, host_shardings=host)
+        return CompileSpec(step, (_placed(state, host), batch), donate_argnums=(0,))
     shardings = param_shardings(config, mesh)
     state = abstract_state(config, shardings, sharding.replicated(mesh))
     state_shardings = jax.tree.map(lambda leaf: leaf.sharding, state)
-    step = train_step_fn(config, mesh, state_shardings)
-    return CompileSpec(step, (state, abstract_batch(config, sharding.batch_sharding(mesh))),
-                       donate_argnums=(0,))
+    host = _host_shardings(state, config)
+    step = train_step_fn(config, mesh, state_shardings, host)
+    return CompileSpec(step, (_placed(state, host), batch), donate_argnums=(0,))
+
+
+def _host_shardings(state: TrainState, config: TransformerConfig) -> TrainState | None:
+    """With `optimizer_offload`, the state's shardings with the optimizer's in pinned host
+    memory; else None."""
+    if not config.optimizer_offload:
+        return None
+    return jax.tree.map(lambda leaf: leaf.sharding, offloaded_state(state))
+
+
+def _placed(state: TrainState, host: TrainState | None) -> TrainState:
+    return state if host is None else offloaded_state(state)
 
 
 def leaf_count(tree: Tree) -> int:

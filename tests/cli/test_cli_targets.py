@@ -27,6 +27,11 @@ def invoke(*args: str) -> tuple[int, str]:
     (["--target", "tpu:v5e:2x2", "--tensor", "2", "--ici-tensor-parallelism", "4"],
      "disagree"),
     (["--target", "tpu:v5e:2x2", "--xla-flag", "not a flag"], "not an XLA flag"),
+    (["--target", "tpu:v5e:2x2", "--num-slices", "2", "--mesh", "data:2,fsdp:3"],
+     "does not multiply to the target's 8 devices"),
+    (["--target", "tpu:v5e:2x2", "--mesh", "pipeline=4"], "bad --mesh item"),
+    (["--target", "tpu:v5e:2x2", "--mesh", "fsdp=4", "--ici-fsdp-parallelism", "4"],
+     "give one of them"),
 ])
 def test_bad_targets_meshes_and_flags_are_usage_errors(tmp_path: Path, args: list[str],
                                                        needle: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from hloscope.errors import UsageError
 from hloscope.spec.config import TransformerConfig
-from hloscope.spec.mesh import plan_mesh
+from hloscope.spec.mesh import mesh_config_values, parse_mesh_text, plan_mesh
 
 
 def test_one_slice_without_options_keeps_the_single_axis_mesh() -> None:
@@ -53,3 +53,36 @@ def test_sizes_that_do_not_fit_are_refused(config: TransformerConfig, slices: in
 def test_mesh_fields_must_be_positive() -> None:
     with pytest.raises(UsageError):
         TransformerConfig(ici_fsdp_parallel=0)
+
+
+@pytest.mark.parametrize("text, sizes", [
+    ("dcn_data=4,fsdp=128,tensor=1", {"dcn_data": 4, "fsdp": 128, "tensor": 1}),
+    ("data:4,fsdp:128", {"dcn_data": 4, "fsdp": 128}),
+    (" ici_fsdp = 2 , ici_tensor=2, ici_data=2", {"fsdp": 2, "tensor": 2, "ici_data": 2}),
+])
+def test_mesh_text_names_the_axes(text: str, sizes: dict) -> None:
+    assert parse_mesh_text(text) == sizes
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("fsdp", "bad --mesh item"), ("fsdp=0", "N >= 1"), ("pipeline=4", "NAME in"),
+    ("fsdp=x", "bad --mesh item"), ("fsdp=2,ici_fsdp=2", "twice"), ("", "bad --mesh item")])
+def test_bad_mesh_text_is_a_usage_error(text: str, needle: str) -> None:
+    with pytest.raises(UsageError, match=needle):
+        parse_mesh_text(text)
+
+
+def test_mesh_text_is_the_maxtext_options() -> None:
+    # 4 x v6e-128: DCN data 4 x ICI FSDP 128, as --dcn-data-parallelism 4 --ici-fsdp 128
+    values = mesh_config_values(parse_mesh_text("dcn_data=4,fsdp=128,tensor=1"), 4, 128)
+    assert values == {"dcn_data_parallel": 4, "ici_fsdp_parallel": 128, "tensor_parallel": 1}
+    config = TransformerConfig(**values)
+    assert plan_mesh(config, 4, 128) == plan_mesh(
+        TransformerConfig(dcn_data_parallel=4, ici_fsdp_parallel=128), 4, 128)
+    # unstated: dcn_data = slices, ici_data the rest
+    rest = mesh_config_values(parse_mesh_text("fsdp=32"), 4, 128)
+    assert plan_mesh(TransformerConfig(**rest), 4, 128).ici_data == 4
+    with pytest.raises(UsageError, match="does not multiply to the target's 512 devices"):
+        mesh_config_values(parse_mesh_text("data:4,fsdp:64,ici_data:1"), 4, 128)
+    with pytest.raises(UsageError, match="does not multiply"):
+        mesh_config_values(parse_mesh_text("fsdp=3"), 1, 4)

@@ -22,7 +22,12 @@ named Q/K/V projections (2bsh + 4bs·kv), attention output (2bsh) and MLP hidden
 needs: Q/K/V (2bsh + 4bs·kv), the attention output projection (2bsh, the norm-2 input is
 recomputed from it) and the MLP's input projection(s) (2bsf, SwiGLU 4bsf) — attention itself has
 batch dimensions and is recomputed. `offload_carries` / `offload_scan` keep no per-layer bytes on
-the device (the layer input goes to pinned host memory).
+the device (the layer input goes to pinned host memory). llm.c's recompute levels
+(`recompute:R`: dots_with_no_batch_dims_saveable plus the names not recomputed) keep that
+policy's bytes plus the 16-bit norm outputs and attention output they save: recompute:1 (only
+the MLP activation recomputed) 3 x 2bsh more (norm1, norm2, attn_out), recompute:2 (the norms
+too) 2bsh more (attn_out); the names qkv and mlp_hidden add nothing (Q/K/V are projections the
+dots policy saves, the MLP activation is recomputed at both levels).
 Korthikanti et al.'s s·b·h·(34 + 5·a·s/h) counts 16-bit multi-head attention with dropout
 masks and a GELU MLP of 4h.
 
@@ -46,7 +51,11 @@ import dataclasses
 from dataclasses import asdict, dataclass
 
 from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig
+from hloscope.spec.config import (
+    RECOMPUTE_LEVELS,
+    RECOMPUTE_POLICIES,
+    TransformerConfig,
+)
 from hloscope.spec.mesh import plan_mesh
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -56,7 +65,10 @@ KORTHIKANTI_ATTENTION = 5
 CHECKPOINT_POLICIES = ("full", "nothing_saveable", "offload_named")
 HOST_CARRY_POLICIES = ("offload_carries", "offload_scan")
 CLOSED_FORM_POLICIES = ("none", "save_named", "dots_with_no_batch_dims_saveable",
-                        *CHECKPOINT_POLICIES, *HOST_CARRY_POLICIES)
+                        *CHECKPOINT_POLICIES, *HOST_CARRY_POLICIES, *RECOMPUTE_POLICIES)
+RECOMPUTE_SAVED_NAMES = ("norm1", "norm2", "attn_out")
+"""The named activations (beyond the projections) a recompute level saves unless it
+recomputes them: each one [b, s, h] in the compute dtype."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +142,27 @@ def activation_bytes(config: TransformerConfig, batch: int, policy: str) -> int:
     if policy == "dots_with_no_batch_dims_saveable":
         inputs = 2 if config.activation == "swiglu" else 1
         return layer_input + width * b * s * (2 * h + 2 * kv + inputs * f)
+    if policy in RECOMPUTE_POLICIES:
+        recomputed = RECOMPUTE_LEVELS[int(policy.partition(":")[2])]
+        kept = [name for name in RECOMPUTE_SAVED_NAMES if name not in recomputed]
+        dots = activation_bytes(config, batch, "dots_with_no_batch_dims_saveable")
+        return dots + len(kept) * width * b * s * h
     raise ValueError(f"no closed form for policy {policy!r}")
+
+
+def layer_matrix_bytes(config: TransformerConfig, shards: int) -> int:
+    """One layer's parameter matrices in the parameter dtype, per device over `shards` ways:
+    what `offload_scan` moves to the host per layer (its vectors stay on the device)."""
+    h, f, kv = config.d_model, config.d_ff, config.kv_heads * config.head_dim
+    mlp = (3 if config.activation == "swiglu" else 2) * h * f
+    matrices = 2 * h * h + 2 * h * kv + mlp
+    return DTYPE_BYTES[config.param_dtype] * matrices // max(shards, 1)
+
+
+def optimizer_bytes(config: TransformerConfig, parameters_per_device: int) -> int:
+    """The optimizer state one device holds: fp32 master (with 16-bit parameters) and the two
+    AdamW moments, 12 B (fp32 parameters: 8 B) per parameter it holds."""
+    return state_bytes_per_parameter(config).optimizer * parameters_per_device
 
 
 def nested_saved_bytes(config: TransformerConfig, batch: int, block: int) -> int:

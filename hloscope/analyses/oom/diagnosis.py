@@ -9,6 +9,7 @@ step it happens, and sharding findings; remedies are predicted from it (`remedie
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from hloscope.analyses.cost.flops import flops
@@ -21,7 +22,13 @@ from hloscope.analyses.oom.analytic import (
     parameters_per_device,
 )
 from hloscope.analyses.oom.capacity import Capacity
-from hloscope.analyses.oom.categories import SAVED_ACTIVATIONS, CategoryBytes, breakdown
+from hloscope.analyses.oom.categories import (
+    OPTIMIZER_STATE,
+    SAVED_ACTIVATIONS,
+    CategoryBytes,
+    breakdown,
+    category_bytes,
+)
 from hloscope.analyses.oom.groups import BufferGroup, ModelDims, group_buffers, stacked_layer_count
 from hloscope.analyses.oom.inputs import OomInputs
 from hloscope.analyses.oom.remedies import (
@@ -30,10 +37,13 @@ from hloscope.analyses.oom.remedies import (
     fsdp_remedy,
     gradient_bytes,
     micro_batch_remedies,
+    optimizer_offload_remedy,
     rank_remedies,
     remat_remedies,
 )
 from hloscope.analyses.oom.sharding import ShardingFindings, sharding_findings
+from hloscope.analyses.summary.variant import host_fit
+from hloscope.devices import get_device
 from hloscope.formats.sweep import SweepRow
 from hloscope.frames import DataFrames
 from hloscope.parsers.compile_log import CompileLog
@@ -107,7 +117,10 @@ class OomDiagnosis(DataFrames):
 
 
 def diagnose(inputs: OomInputs, capacity: Capacity | None,
-             sweep_rows: list[SweepRow] | None = None, top: int = 10) -> OomDiagnosis:
+             sweep_rows: list[SweepRow] | None = None, top: int = 10,
+             offloaded_sweep: bool = False) -> OomDiagnosis:
+    """`offloaded_sweep`: the sweep of `sweep_rows` was compiled with `optimizer_offload`, so
+    its row of this build's own variant is the compiled `optimizer-offload` remedy."""
     module = inputs.module
     backend = inputs.program.backend
     xla = xla_figures(inputs.program, backend)
@@ -124,7 +137,7 @@ def diagnose(inputs: OomInputs, capacity: Capacity | None,
         _around(result), sharding, [], None, _saved_per_layer(groups), inputs.log,
         num_slices=inputs.num_slices)
     if inputs.config is not None:
-        _model_view(diagnosis, inputs, groups, sweep_rows)
+        _model_view(diagnosis, inputs, groups, sweep_rows, offloaded_sweep)
     diagnosis.notes = _notes(diagnosis, inputs)
     return diagnosis
 
@@ -188,17 +201,19 @@ def _largest_saved(groups: list[BufferGroup]) -> int:
 
 
 def _model_view(diagnosis: OomDiagnosis, inputs: OomInputs, groups: list[BufferGroup],
-                sweep_rows: list[SweepRow] | None) -> None:
+                sweep_rows: list[SweepRow] | None, offloaded_sweep: bool = False) -> None:
     config: TransformerConfig = inputs.config  # type: ignore[assignment]
     devices = inputs.devices or 1
     parameters = param_count(config)
     diagnosis.analytic = analytic_view(config, devices, parameters)
     step_flops = flops(inputs.module).total.flops
-    diagnosis.remedies = _remedies(diagnosis, config, groups, step_flops, sweep_rows)
+    diagnosis.remedies = _remedies(diagnosis, config, groups, step_flops, sweep_rows,
+                                   inputs.device, offloaded_sweep, inputs.variant)
 
 
 def _remedies(diagnosis: OomDiagnosis, config: TransformerConfig, groups: list[BufferGroup],
-              step_flops: int, sweep_rows: list[SweepRow] | None) -> list[Remedy]:
+              step_flops: int, sweep_rows: list[SweepRow] | None, device: str | None = None,
+              offloaded_sweep: bool = False, variant: str | None = None) -> list[Remedy]:
     result = diagnosis.memory
     ratio = diagnosis.required.bytes / result.peak_bytes if result.peak_bytes else 1.0
     rematted = config.rematted_layers if config.remat != "none" else config.n_layers
@@ -208,20 +223,38 @@ def _remedies(diagnosis: OomDiagnosis, config: TransformerConfig, groups: list[B
     batch = local_batch(config, devices)  # the per-shard batch (every micro-batch of it)
     capacity = None if diagnosis.capacity is None else diagnosis.capacity.bytes
     per_device_params = parameters_per_device(config, param_count(config), devices, slices)
-    found = remat_remedies(parts, config, batch // max(config.micro_batches, 1), step_flops)
+    shards = max(param_count(config) // max(per_device_params, 1), 1)
+    found = remat_remedies(parts, config, batch // max(config.micro_batches, 1), step_flops,
+                           shards)
     found += micro_batch_remedies(parts, config, capacity, per_device_params, batch)
+    optimizer = optimizer_offload_remedy(parts, config,
+                                         category_bytes(diagnosis.by_category, OPTIMIZER_STATE),
+                                         per_device_params)
+    found += [r for r in (optimizer,) if r is not None]
     fsdp = None if config.fsdp else fsdp_remedy(parts, diagnosis.sharding,
                                                gradient_bytes(diagnosis.by_category),
                                                config.n_layers, config,
                                                fsdp_ways(config, devices, slices))
     found += [r for r in (fsdp,) if r is not None]
+    found = [_host_checked(r, device) for r in found]
     if sweep_rows is not None:
         from hloscope.analyses.oom.compiled import attach_compiled
 
-        found, unmatched = attach_compiled(found, sweep_rows, step_flops)
+        found, unmatched = attach_compiled(found, sweep_rows, step_flops, offloaded_sweep,
+                                           variant)
         if unmatched:
             diagnosis.notes.append("sweep variants without a remedy here: " + ", ".join(unmatched))
     return rank_remedies(found, capacity)
+
+
+def _host_checked(remedy: Remedy, device: str | None) -> Remedy:
+    """`remedy` with the sweep's host-memory check of what it pins (`HostFit`)."""
+    if not remedy.host_bytes or device is None:
+        return remedy
+    check = host_fit(get_device(device), remedy.host_bytes, "closed form (docs/oom.md)")
+    if check is None:
+        return remedy
+    return dataclasses.replace(remedy, host_fits=check.fits, host_reason=check.reason)
 
 
 def _notes(diagnosis: OomDiagnosis, inputs: OomInputs) -> list[str]:

@@ -21,9 +21,30 @@ compiled program (`largest_saved_per_layer`).
   B = √L (2√L·x against full's L·x); B are the divisors of L nearest √L. Extra FLOPs: full's
   recompute plus one more forward of every layer (the inner scan's forward runs in the outer
   backward, then each layer again in the inner backward): 2 x full's.
-- **offload_carries** (and `offload_scan`): full remat with each layer's input in pinned host
-  memory; the device keeps one carry in flight each way and one layer's residuals:
-  M + 2·x + R + ℓ.  L·x bytes go to the host and come back each step; extra FLOPs as full.
+- **offload_carries**: full remat with each layer's input in pinned host memory; the device
+  keeps one carry in flight each way and one layer's residuals: M + 2·x + R + ℓ.  L·x bytes go
+  to the host and come back each step; extra FLOPs as full.
+- **offload_scan** (Levanter's `offload`): as offload_carries, and each layer's parameter
+  matrices (the scan's per-layer inputs, p per device) are offloaded too: one layer's in flight
+  each way beside the carries, M + 2·x + 2·p + R + ℓ; the host holds L·(x + p).
+- **recompute:1 / recompute:2** (llm.c's `-r`): the projections dots_with_no_batch_dims_saveable
+  keeps plus the named norm outputs and attention output the level does not recompute
+  (`analytic.activation_bytes`), as a remat policy p: M + L·a_p + R + ℓ.  Extra FLOPs: attention's
+  Q·Kᵀ and P·V (recomputed from the saved Q/K/V); the recomputed MLP activation and norms are
+  elementwise (no matmul FLOPs).
+- **optimizer-offload** (`optimizer_offload`, MaxText's `optimizer_memory_host_offload`): the
+  fp32 master and moments, O = 12 B (fp32 parameters: 8 B) × parameters per device, leave the
+  device between steps. The backward's peak loses the optimizer state live there (O_peak, the
+  compiled figure); the update needs on the device at once the parameters, gradients and the
+  whole optimizer state, U = 16 B × parameters per device (XLA copies every leaf in before the
+  update: measured on v5e), so  max(M + S + R − O_peak, U).  2·O bytes over the host link per
+  step; no extra FLOPs.
+
+Remedies that pin host memory (offload_carries, offload_scan, optimizer-offload) carry the
+pinned host bytes per device they need and, with the device's host facts
+(`devices.Device.host_memory_bytes`), the check that the devices sharing one host fit its RAM
+(`analyses.summary.variant.HostFit`, the check the sweep makes of a compiled offload_carries):
+a remedy whose host does not hold it does not fit.
 - **k micro-batches with gradient accumulation** (`micro_batches`, any divisor k of the
   per-shard batch b that the current count m divides): M + (S + R)·m/k + an fp32 gradient
   accumulator (4 bytes per parameter, sharded like the parameters: 1/(FSDP ways · tensor); only
@@ -44,7 +65,14 @@ import dataclasses
 import math
 from dataclasses import asdict, dataclass
 
-from hloscope.analyses.oom.analytic import DTYPE_BYTES, activation_bytes, nested_saved_bytes
+from hloscope.analyses.oom.analytic import (
+    DTYPE_BYTES,
+    activation_bytes,
+    layer_matrix_bytes,
+    nested_saved_bytes,
+    optimizer_bytes,
+    state_bytes_per_parameter,
+)
 from hloscope.analyses.oom.categories import (
     GRADIENTS,
     MODEL_STATE,
@@ -61,8 +89,9 @@ REMAT_ORDER = {"none": 0, "dots_saveable": 1, "dots_with_no_batch_dims_saveable"
                "offload_scan": 6}
 """How much a policy keeps on the device, strongest last: remedies weaker than the current
 policy are not proposed."""
-REMAT_REMEDIES = ("dots_with_no_batch_dims_saveable", "save_named", "offload_named", "full",
-                  "offload_carries")
+REMAT_REMEDIES = ("dots_with_no_batch_dims_saveable", "recompute:1", "recompute:2", "save_named",
+                  "offload_named", "full", "offload_carries", "offload_scan")
+OPTIMIZER_OFFLOAD = "optimizer-offload"
 CARRIES_IN_FLIGHT = 2  # offload_carries: one layer input going out, one coming back
 MICRO_BATCH_NEIGHBOURS = 1  # divisors listed either side of the smallest that fits
 ACCUMULATOR_BYTES = 4
@@ -82,6 +111,9 @@ class Remedy:
     compiled_extra_flops: int | None = None
     fits: bool | None = None
     rank: int | None = None
+    host_bytes: int | None = None  # pinned host memory per device the remedy needs
+    host_fits: bool | None = None  # the devices sharing a host fit its RAM (None: unknown)
+    host_reason: str | None = None
 
     @property
     def prediction_error(self) -> float | None:
@@ -125,30 +157,40 @@ def current_strength(config: TransformerConfig) -> int:
 
 
 def remat_remedies(parts: PeakParts, config: TransformerConfig, batch: int,
-                   step_flops: int | None) -> list[Remedy]:
-    """Stronger remat policies: jax's, carry offload, and nested remat of blocks near √L."""
+                   step_flops: int | None, shards: int = 1) -> list[Remedy]:
+    """Stronger remat policies: jax's, llm.c's recompute levels, carry (and scan input)
+    offload, and nested remat of blocks near √L. `shards`: the ways each parameter matrix is
+    split (FSDP x tensor), for what offload_scan moves."""
     current = current_strength(config)
     found = []
     for policy in REMAT_REMEDIES:
         if REMAT_ORDER[policy] <= current and config.remat != "none":
             continue
-        live = parts.model_state + _kept(parts, config, batch, policy) + parts.rest \
+        if policy == "offload_scan" and not config.scan_layers:
+            continue
+        live = parts.model_state + _kept(parts, config, batch, policy, shards) + parts.rest \
             + parts.largest_saved_per_layer
         flops = parts.layers * recompute_flops(config, batch, policy)
+        host = _host_bytes(config, batch, policy, parts.layers, shards)
         found.append(Remedy(
             f"remat:{policy}", f"remat policy {policy} (--policy {policy})",
             parts.scaled(live), flops, _fraction(flops, step_flops),
-            _remat_cost(policy, config, batch, parts.layers), {"remat": policy}))
+            _remat_cost(policy, config, batch, parts.layers, host), {"remat": policy},
+            host_bytes=host))
     if current < REMAT_ORDER["nested"] or config.remat == "none":
         found += [_nested_remedy(parts, config, batch, block, step_flops)
                   for block in nested_blocks(config.n_layers)]
     return found
 
 
-def _kept(parts: PeakParts, config: TransformerConfig, batch: int, policy: str) -> int:
+def _kept(parts: PeakParts, config: TransformerConfig, batch: int, policy: str,
+          shards: int = 1) -> int:
     """Device bytes the layers keep under `policy` (all layers, with what is in flight)."""
     if policy == "offload_carries":
         return CARRIES_IN_FLIGHT * activation_bytes(config, batch, "full")
+    if policy == "offload_scan":
+        return CARRIES_IN_FLIGHT * (activation_bytes(config, batch, "full")
+                                    + layer_matrix_bytes(config, shards))
     kept = parts.layers * activation_bytes(config, batch, policy)
     if policy == "offload_named":
         kept += activation_bytes(config, batch, "save_named") \
@@ -179,11 +221,29 @@ def _nested_remedy(parts: PeakParts, config: TransformerConfig, batch: int, bloc
         {"remat": name})
 
 
-def _remat_cost(policy: str, config: TransformerConfig, batch: int, layers: int) -> str:
+def _host_bytes(config: TransformerConfig, batch: int, policy: str, layers: int,
+                shards: int) -> int | None:
+    """Pinned host bytes per device a remat policy needs: L·x (and L·p for offload_scan)."""
     if policy == "offload_carries":
-        carries = layers * activation_bytes(config, batch, "full")
-        return (f"recomputes forward work; moves {2 * carries:,} bytes of layer inputs over the "
-                f"host link per step (out and back) and holds {carries:,} in pinned host memory")
+        return layers * activation_bytes(config, batch, "full")
+    if policy == "offload_scan":
+        return layers * (activation_bytes(config, batch, "full")
+                         + layer_matrix_bytes(config, shards))
+    return None
+
+
+def _remat_cost(policy: str, config: TransformerConfig, batch: int, layers: int,
+                host: int | None = None) -> str:
+    if policy in ("offload_carries", "offload_scan"):
+        what = "layer inputs" if policy == "offload_carries" else \
+            "layer inputs and parameter matrices"
+        return (f"recomputes forward work; moves {2 * (host or 0):,} bytes of {what} over the "
+                f"host link per step (out and back) and holds {host or 0:,} in pinned host "
+                "memory")
+    if policy.startswith("recompute:"):
+        return ("recomputes attention (Q·Kᵀ, P·V) and the "
+                + ("MLP activation" if policy == "recompute:1" else "MLP activation and norms")
+                + " in the backward pass")
     if policy != "offload_named":
         return "recomputes forward work in the backward pass"
     named = activation_bytes(config, batch, "save_named") - activation_bytes(config, batch, "full")
@@ -200,7 +260,7 @@ def recompute_flops(config: TransformerConfig, batch: int, policy: str) -> int:
     if policy in ("full", "nothing_saveable", "offload_carries", "offload_scan"):
         projections = 2 * b * s * h * (2 * h + 2 * kv) + 2 * b * s * f * h
         return projections + mlp_inputs + 2 * scores
-    if policy == "dots_with_no_batch_dims_saveable":
+    if policy in ("dots_with_no_batch_dims_saveable", "recompute:1", "recompute:2"):
         return 2 * scores
     return scores + mlp_inputs
 
@@ -254,10 +314,29 @@ def fsdp_remedy(parts: PeakParts, sharding: ShardingFindings, live_gradients: in
                   {"fsdp": True})
 
 
+def optimizer_offload_remedy(parts: PeakParts, config: TransformerConfig,
+                             optimizer_live: int, parameters_per_device: int) -> Remedy | None:
+    """Optimizer state in pinned host memory: the peak loses the optimizer state live there
+    (`optimizer_live`, live-peak bytes), the update needs U = 16 B per parameter at once."""
+    if config.optimizer_offload or optimizer_live <= 0:
+        return None
+    offloaded = optimizer_bytes(config, parameters_per_device)
+    update = state_bytes_per_parameter(config).total * parameters_per_device
+    live = max(parts.model_state + parts.saved + parts.rest - optimizer_live, update)
+    return Remedy(
+        OPTIMIZER_OFFLOAD, "fp32 master weights and AdamW moments in pinned host memory, moved "
+        "to the device for the update (--optimizer-offload)", parts.scaled(live), 0, 0.0,
+        f"moves {2 * offloaded:,} bytes over the host link per step (in for the update, out "
+        f"after it); the update holds {update:,} bytes on the device at once",
+        {"optimizer_offload": True}, host_bytes=offloaded)
+
+
 def rank_remedies(remedies: list[Remedy], capacity: int | None) -> list[Remedy]:
-    """Fitting remedies first, then by extra FLOPs, then by predicted peak; numbered."""
-    judged = [dataclasses.replace(r, fits=None if capacity is None
-                                  else _best(r) <= capacity) for r in remedies]
+    """Fitting remedies first, then by extra FLOPs, then by predicted peak; numbered. A remedy
+    whose host cannot hold what it pins does not fit."""
+    judged = [dataclasses.replace(r, fits=False if r.host_fits is False else None
+                                  if capacity is None else _best(r) <= capacity)
+              for r in remedies]
     ordered = sorted(judged, key=lambda r: (r.fits is False, r.extra_flops_fraction or 0.0,
                                             _best(r)))
     return [dataclasses.replace(r, rank=n) for n, r in enumerate(ordered, start=1)]

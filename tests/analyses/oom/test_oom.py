@@ -212,8 +212,9 @@ def test_dots_with_no_batch_dims_closed_form_equals_jax_residuals(model: str,
         activation_bytes(config, config.batch, "dots_with_no_batch_dims_saveable")
 
 
-def _block_residuals(config, policy: str | None) -> list:
-    """What JAX saves for one block's backward pass, under `jax.checkpoint(policy)` if given."""
+def _block_residuals(config, policy) -> list:
+    """What JAX saves for one block's backward pass, under `jax.checkpoint(policy)` if given
+    (a jax.checkpoint_policies name or the policy itself)."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
     from jax._src.ad_checkpoint import saved_residuals
@@ -229,7 +230,8 @@ def _block_residuals(config, policy: str | None) -> list:
         return block(x, p, config)
 
     if policy is not None:
-        run = jax.checkpoint(run, policy=getattr(jax.checkpoint_policies, policy))
+        chosen = getattr(jax.checkpoint_policies, policy) if isinstance(policy, str) else policy
+        run = jax.checkpoint(run, policy=chosen)
     return saved_residuals(lambda x, p: run(x, p).astype(jnp.float32).sum(), x, params)
 
 
@@ -238,3 +240,18 @@ def _rope(saved: list, config) -> int:
     tables = [a for a, _ in saved if a.ndim == 4 and a.shape[0] == 1
               and a.shape[1] == config.seq_len]
     return sum(a.size * a.dtype.itemsize for a in tables)
+
+
+@pytest.mark.parametrize("model, overrides", [
+    ("tiny", {"batch": 2, "seq_len": 16}), ("llama-1b", SMALL_LLAMA),
+    ("llama-1b", {**SMALL_LLAMA, **BLOCKWISE})])
+@pytest.mark.parametrize("policy", ["recompute:1", "recompute:2"])
+def test_recompute_level_closed_forms_equal_jax_residuals(model: str, overrides: dict,
+                                                          policy: str) -> None:
+    from hloscope.workloads.remat import checkpoint_policy
+
+    config = preset_config(model, **overrides)
+    saved = _block_residuals(config, checkpoint_policy(policy))
+    per_batch = [aval for aval, _ in saved if aval.ndim >= 2 and aval.shape[0] == config.batch]
+    assert sum(a.size * a.dtype.itemsize for a in per_batch) == \
+        activation_bytes(config, config.batch, policy)

@@ -14,19 +14,25 @@ from hloscope.analyses.oom.analytic import (
     activation_bytes,
     activation_bytes_none,
     fsdp_ways,
+    layer_matrix_bytes,
     loss_chunk_bytes,
     loss_saved_bytes,
     nested_saved_bytes,
+    optimizer_bytes,
     parameters_per_device,
 )
+from hloscope.analyses.oom.diagnosis import _host_checked
 from hloscope.analyses.oom.remedies import (
     PeakParts,
     Remedy,
     micro_batch_divisors,
     micro_batch_remedies,
     nested_blocks,
+    optimizer_offload_remedy,
+    rank_remedies,
     remat_remedies,
 )
+from hloscope.devices import GB
 from hloscope.spec.config import param_count
 from hloscope.spec.presets import preset_config
 
@@ -118,7 +124,7 @@ def test_remat_remedies_predict_nested_and_carry_offload() -> None:
 def test_stronger_policies_only() -> None:
     config = tiny(n_layers=16, scan_layers=True, remat="full", remat_block=4)
     names = [r.name for r in remat_remedies(parts(), config, 2, None)]
-    assert names == ["remat:offload_carries"]
+    assert names == ["remat:offload_carries", "remat:offload_scan"]
 
 
 @pytest.mark.parametrize("batch, current, counts", [
@@ -171,3 +177,67 @@ def test_prediction_error_is_relative_to_the_compiled_figure() -> None:
     assert remedy.prediction_error == pytest.approx(0.10)
     assert remedy.to_dict()["prediction_error"] == pytest.approx(0.10)
     assert Remedy("fsdp", "", 110, 0, 0.0, "").prediction_error is None
+
+
+def test_recompute_levels_keep_the_projections_and_the_names_they_do_not_recompute() -> None:
+    # dots 147,456 + the named norm1, norm2, attn_out (2bsh = 16,384 each) recompute:1 keeps,
+    # + attn_out only for recompute:2 (tiny: b·s = 64, h = 128)
+    assert activation_bytes(tiny(), 2, "recompute:1") == 147_456 + 3 * 16_384
+    assert activation_bytes(tiny(), 2, "recompute:2") == 147_456 + 16_384
+
+
+def test_recompute_and_offload_scan_remedies() -> None:
+    config = tiny(n_layers=16, scan_layers=True)
+    x = 16_384
+    p = 2 * (2 * 128 * 128 + 2 * 128 * 128 + 2 * 128 * 512) // 4  # bf16 matrices, 4 shards
+    found = {r.name: r for r in remat_remedies(parts(), config, 2, None, shards=4)}
+    assert found["remat:recompute:1"].predicted_bytes == \
+        1_000_000 + 16 * (147_456 + 3 * 16_384) + 200_000 + 30_000
+    assert found["remat:recompute:2"].predicted_bytes == \
+        1_000_000 + 16 * (147_456 + 16_384) + 200_000 + 30_000
+    assert found["remat:recompute:1"].extra_flops == \
+        found["remat:dots_with_no_batch_dims_saveable"].extra_flops
+    scan = found["remat:offload_scan"]
+    assert scan.predicted_bytes == 1_000_000 + 2 * (x + p) + 200_000 + 30_000
+    assert scan.host_bytes == 16 * (x + p) and scan.config == {"remat": "offload_scan"}
+    assert found["remat:offload_carries"].host_bytes == 16 * x
+    unrolled = [r.name for r in remat_remedies(parts(), tiny(n_layers=16), 2, None)]
+    assert "remat:offload_scan" not in unrolled  # it scans over layers
+
+
+def test_optimizer_offload_remedy() -> None:
+    config = tiny(n_layers=16, scan_layers=True)
+    state = PeakParts(model_state=5_000, saved=20_000, rest=3_000, largest_saved_per_layer=0,
+                      layers=16, allocation_ratio=1.0)
+    # 100 parameters per device: O = 12 B x 100 on the host; the update holds 16 B x 100
+    remedy = optimizer_offload_remedy(state, config, optimizer_live=1_200,
+                                      parameters_per_device=100)
+    assert remedy.predicted_bytes == 5_000 + 20_000 + 3_000 - 1_200
+    assert remedy.host_bytes == 1_200 and remedy.config == {"optimizer_offload": True}
+    small = PeakParts(model_state=1_500, saved=100, rest=0, largest_saved_per_layer=0,
+                      layers=16, allocation_ratio=1.0)
+    assert optimizer_offload_remedy(small, config, 1_200, 100).predicted_bytes == 1_600  # U
+    assert optimizer_offload_remedy(state, tiny(optimizer_offload=True), 1_200, 100) is None
+    assert optimizer_offload_remedy(state, config, 0, 100) is None
+
+
+def test_host_ram_decides_whether_an_offload_remedy_fits() -> None:
+    # v5e: 384 GB of host RAM per 8 chips (devices.py); 50 GB per device is 400 GB per host
+    fits = _host_checked(Remedy("remat:offload_carries", "", 1, 0, 0.0, "", host_bytes=40 * GB),
+                         "v5e")
+    too_much = _host_checked(Remedy("remat:offload_carries", "", 1, 0, 0.0, "",
+                                    host_bytes=50 * GB), "v5e")
+    assert fits.host_fits is True and too_much.host_fits is False
+    assert "400" in too_much.host_reason or "GiB" in too_much.host_reason
+    ranked = rank_remedies([too_much, fits], capacity=10)
+    assert [(r.name, r.fits) for r in ranked] == [("remat:offload_carries", True),
+                                                  ("remat:offload_carries", False)]
+    assert _host_checked(Remedy("fsdp", "", 1, 0, 0.0, ""), "v5e").host_fits is None
+
+
+def test_layer_matrix_bytes() -> None:
+    # Llama block: q, out h x h, k, v h x kv, gate/up/down h x f (bf16), split 2 ways
+    config = preset_config("llama-1b", **LLAMA)
+    assert layer_matrix_bytes(config, 2) == 2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 96) // 2
+    assert optimizer_bytes(config, 1_000) == 12_000
+    assert optimizer_bytes(preset_config("tiny", param_dtype="float32"), 1_000) == 8_000

@@ -3,10 +3,11 @@
 The truth is libtpu's own: the device memory XLA's buffer assignment needs for the remedied
 config (the memory-usage report's default-space total, what libtpu compares with the usable
 HBM). Micro-batch remedies are compiled with the step's gradient accumulation
-(`micro_batches`: a scan over micro-batches with an fp32 accumulator). One compile per remedy
-(ten or so): marked slow (run with `-m slow`). Remedies whose predictions are within the
-tolerance of each other (save_named and dots_with_no_batch_dims_saveable keep the same bytes on
-a GELU block; nested:2 of 4 layers keeps as many carries as full) are not ordered.
+(`micro_batches`: a scan over micro-batches with an fp32 accumulator); the recompute levels,
+offload_scan and optimizer-offload (`optimizer_offload`) with their own configs. One compile
+per remedy (fourteen or so): marked slow (run with `-m slow`). Remedies whose predictions are
+within the tolerance of each other (save_named and dots_with_no_batch_dims_saveable keep the
+same bytes on a GELU block; nested:2 of 4 layers keeps as many carries as full) are not ordered.
 """
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ def test_remedies_predict_their_compiled_peaks(tmp_path: Path) -> None:
     assert diagnosis.fits is False
     compiled = {r.name: compile_variant(tmp_path / r.name.replace(":", "-"), dict(r.config))
                 for r in diagnosis.remedies}
+    assert {"remat:recompute:1", "remat:recompute:2", "remat:offload_scan",
+            "optimizer-offload"} <= set(compiled)
     lines = []
     for remedy in diagnosis.remedies:
         error = remedy.predicted_bytes / compiled[remedy.name] - 1
