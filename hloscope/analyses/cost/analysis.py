@@ -37,11 +37,13 @@ from hloscope.model.opcodes import is_known
 class CostOptions:
     trip_counts: bool = True
     xla_custom_calls: bool = False
+    tile_padding: bool = True  # tiled (TPU) layouts count whole tiles, as libtpu does
 
     @classmethod
     def like_xla(cls) -> CostOptions:
-        """XLA's own conventions: loop bodies once, custom-calls unknown (-1)."""
-        return cls(trip_counts=False, xla_custom_calls=True)
+        """XLA's HloCostAnalysis with its default shape sizes: loop bodies once, custom-calls
+        unknown (-1), no tile padding."""
+        return cls(trip_counts=False, xla_custom_calls=True, tile_padding=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +182,8 @@ class CostAnalysis:
                 from None
 
     def _site(self, graph: ComputationGraph, instruction: Instruction) -> Site:
-        return Site(instruction, graph.operands(instruction), self.computation_total)
+        return Site(instruction, graph.operands(instruction), self.computation_total,
+                    self.options.tile_padding)
 
     # --- instructions that run other computations ----------------------------------------
     def _fusion(self, graph: ComputationGraph, fusion: Instruction) -> Cost:
@@ -190,7 +193,8 @@ class CostAnalysis:
                 if inner.opcode in ("gather", "scatter"):
                     return rule_for(inner.opcode)(self._site(fused, inner))
         inner_cost = self.computation_total(fused.computation.name)
-        return inner_cost.with_bytes(fusion_bytes(fusion.shape, fused, self.graph))
+        return inner_cost.with_bytes(fusion_bytes(fusion.shape, fused, self.graph,
+                                                  self.options.tile_padding))
 
     def _while(self, graph: ComputationGraph, loop: Instruction) -> Cost:
         body_times, condition_times = self.loop_factors(graph.computation.name, loop)

@@ -17,16 +17,18 @@ from hloscope.model.shape import Shape
 GraphOf = Callable[[str], ComputationGraph]
 
 
-def fusion_bytes(shape: Shape, fused: ComputationGraph, graph_of: GraphOf) -> int:
-    reader = _ParameterReads(graph_of)
-    total = _output_bytes(shape, fused) + _constant_bytes(fused)
+def fusion_bytes(shape: Shape, fused: ComputationGraph, graph_of: GraphOf,
+                 padded: bool = False) -> int:
+    """`padded`: tiled layouts count whole tiles (sizes.py)."""
+    reader = _ParameterReads(graph_of, padded)
+    total = _output_bytes(shape, fused, padded) + _constant_bytes(fused, padded)
     for parameter in fused.computation.instructions:
         if parameter.opcode == "parameter":
             total += reader.parameter(parameter, fused)
     return total
 
 
-def _output_bytes(shape: Shape, fused: ComputationGraph) -> int:
+def _output_bytes(shape: Shape, fused: ComputationGraph, padded: bool) -> int:
     root = fused.root
     total = 0
     for index, subshape in _array_subshapes(shape, ()):
@@ -34,9 +36,9 @@ def _output_bytes(shape: Shape, fused: ComputationGraph) -> int:
         if len(index) == 1 and root.opcode == "tuple":
             producer = fused.operands(root)[index[0]]
         if producer.opcode == "dynamic-update-slice":
-            total += xla_size(fused.operands(producer)[1].shape)
+            total += xla_size(fused.operands(producer)[1].shape, padded)
         else:
-            total += xla_size(subshape)
+            total += xla_size(subshape, padded)
     return total
 
 
@@ -49,16 +51,20 @@ def _array_subshapes(shape: Shape, index: tuple[int, ...]) -> list[tuple[tuple[i
     return found
 
 
-def _constant_bytes(fused: ComputationGraph) -> int:
-    return sum(xla_size(i.shape) for i in fused.computation.instructions
+def _constant_bytes(fused: ComputationGraph, padded: bool) -> int:
+    return sum(xla_size(i.shape, padded) for i in fused.computation.instructions
                if i.opcode == "constant" and not i.shape.is_tuple and i.shape.element_count > 1)
 
 
 class _ParameterReads:
     """XLA's FusionParameterReadBytes, including its treatment of nested fusions."""
 
-    def __init__(self, graph_of: GraphOf) -> None:
+    def __init__(self, graph_of: GraphOf, padded: bool) -> None:
         self.graph_of = graph_of
+        self.padded = padded
+
+    def size(self, shape: Shape) -> int:
+        return xla_size(shape, self.padded)
 
     def parameter(self, parameter: Instruction, fused: ComputationGraph) -> int:
         shape = parameter.shape
@@ -82,14 +88,14 @@ class _ParameterReads:
     def read(self, value: Instruction, fused: ComputationGraph) -> int:
         size = 0
         seen_plain_user = False
-        own_size = xla_size(value.shape)
+        own_size = self.size(value.shape)
         for user in fused.users(value):
             opcode = user.opcode
             if opcode == "fusion":
                 size += self._nested(value, user, fused)
             elif opcode == "slice" or (
                     opcode == "dynamic-slice" and fused.operands(user)[0] is value):
-                size += xla_size(user.shape)
+                size += self.size(user.shape)
             elif opcode == "dynamic-update-slice" and fused.operands(user)[0] is value:
                 continue
             elif opcode in ("broadcast", "reshape"):
@@ -116,14 +122,14 @@ class _ParameterReads:
                         inner: ComputationGraph, fused: ComputationGraph, simple: bool) -> int:
         size = 0
         seen_plain_user = False
-        fusion_size = xla_size(fusion.shape)
+        fusion_size = self.size(fusion.shape)
         for user in fused.users(fusion):
             opcode = user.opcode
             if simple and opcode == "slice":
-                size += xla_size(user.shape)
+                size += self.size(user.shape)
             elif simple and opcode == "dynamic-slice":
                 if fused.operands(user)[0] is fusion:
-                    size += xla_size(user.shape)
+                    size += self.size(user.shape)
                 elif not seen_plain_user:
                     seen_plain_user = True
                     size += fusion_size

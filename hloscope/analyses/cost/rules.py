@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 from hloscope.analyses.cost.convolution import FMA_FLOPS, convolution_flops
 from hloscope.analyses.cost.sizes import (
@@ -52,13 +53,14 @@ NO_MEMORY = frozenset({
 class Site:
     """An instruction being costed, with what its rule may need."""
 
-    __slots__ = ("instruction", "operands", "called_cost", "_operand_shapes")
+    __slots__ = ("instruction", "operands", "called_cost", "padded", "_operand_shapes")
 
     def __init__(self, instruction: Instruction, operands: list[Instruction],
-                 called_cost: Callable[[str], Cost]) -> None:
+                 called_cost: Callable[[str], Cost], padded: bool = False) -> None:
         self.instruction = instruction
         self.operands = operands
         self.called_cost = called_cost
+        self.padded = padded  # tiled layouts count whole tiles (sizes.py)
         self._operand_shapes: list[Shape] | None = None
 
     @property
@@ -73,12 +75,18 @@ class Site:
 
     def default_bytes(self) -> int:
         """Output leaves written plus operands read (a tuple operand is its pointer table)."""
-        return written_bytes_of_text(self.instruction.shape_text) + sum(
-            size_of_text(operand.shape_text) for operand in self.operands)
+        return written_bytes_of_text(self.instruction.shape_text, self.padded) + sum(
+            size_of_text(operand.shape_text, self.padded) for operand in self.operands)
+
+    def size(self, shape: Shape) -> int:
+        return xla_size(shape, self.padded)
+
+    def leaf_bytes(self, shape: Shape) -> int:
+        return leaf_bytes(shape, self.padded)
 
     def operand_size(self, index: int) -> int:
-        return size_of_text(self.operands[index].shape_text) if index < len(self.operands) \
-            else 0
+        return size_of_text(self.operands[index].shape_text, self.padded) \
+            if index < len(self.operands) else 0
 
     def applied(self, key: str, times: int) -> Cost:
         """The FLOPs of the computation named by attribute `key`, applied `times` times."""
@@ -105,7 +113,7 @@ def no_memory(site: Site) -> Cost:
 
 
 def tuple_rule(site: Site) -> Cost:
-    return Cost(bytes_accessed=xla_size(site.shape))
+    return Cost(bytes_accessed=site.size(site.shape))
 
 
 def dot(site: Site) -> Cost:
@@ -142,14 +150,14 @@ def fft(site: Site) -> Cost:
 
 def triangular_solve(site: Site) -> Cost:
     a, b = site.operand_shapes[0], site.operand_shapes[1]
-    accessed = xla_size(site.shape) + xla_size(a) // 2 + xla_size(b)
+    accessed = site.size(site.shape) + site.size(a) // 2 + site.size(b)
     return Cost(flops=FMA_FLOPS * a.dimensions[-1] * b.element_count, bytes_accessed=accessed)
 
 
 def cholesky(site: Site) -> Cost:
     a = site.operand_shapes[0]
     return Cost(flops=a.dimensions[-1] * a.element_count // 3,
-                bytes_accessed=2 * (xla_size(a) // 2))
+                bytes_accessed=2 * (site.size(a) // 2))
 
 
 def sort(site: Site) -> Cost:
@@ -167,11 +175,11 @@ def rng_bit_generator(site: Site) -> Cost:
 
 
 def slice_rule(site: Site) -> Cost:
-    return Cost(bytes_accessed=2 * xla_size(site.shape))
+    return Cost(bytes_accessed=2 * site.size(site.shape))
 
 
 def dynamic_slice(site: Site) -> Cost:
-    return Cost(bytes_accessed=2 * xla_size(site.shape) + site.operand_size(1))
+    return Cost(bytes_accessed=2 * site.size(site.shape) + site.operand_size(1))
 
 
 def dynamic_update_slice(site: Site) -> Cost:
@@ -179,16 +187,52 @@ def dynamic_update_slice(site: Site) -> Cost:
 
 
 def gather(site: Site) -> Cost:
-    return Cost(bytes_accessed=2 * xla_size(site.shape) + site.operand_size(1))
+    """Reads one slice of the operand per index (sized in the operand's layout: a slice of a
+    tiled operand reads whole tiles), writes the output, reads the indices. Without
+    `slice_sizes` (a module read from an HloProto that drops them) the slices are the output."""
+    operand = site.operand_shapes[0]
+    sizes = _int_list(site.instruction, "slice_sizes")
+    read = site.size(site.shape)
+    if len(sizes) == operand.rank:
+        read = site.shape.element_count // max(1, math.prod(sizes)) * site.size(
+            _window(operand, sizes))
+    return Cost(bytes_accessed=read + site.size(site.shape) + site.operand_size(1))
 
 
 def scatter(site: Site) -> Cost:
+    """Reads the updates and the indices; reads and writes one window of each operand per
+    index, sized in the operand's layout (XLA: 3 x the updates when nothing is tiled, and
+    when the dimension numbers are missing)."""
     count = (len(site.operand_shapes) - 1) // 2
     updates = site.operand_shapes[count + 1 :]
-    update_bytes = sum(xla_size(u) for u in updates)
+    update_bytes = sum(site.size(u) for u in updates)
     accessed = 3 * update_bytes + site.operand_size(count)
+    if updates:
+        window = [updates[0].dimensions[d]
+                  for d in _int_list(site.instruction, "update_window_dims")]
+        unit = set(_int_list(site.instruction, "inserted_window_dims")) | set(
+            _int_list(site.instruction, "input_batching_dims"))
+        rank = site.operand_shapes[0].rank
+        if len(window) + len(unit) == rank:
+            sizes_of = iter(window)
+            sizes = [1 if d in unit else next(sizes_of) for d in range(rank)]
+            indices = updates[0].element_count // max(1, math.prod(window))
+            windows = indices * sum(site.size(_window(operand, sizes))
+                                    for operand in site.operand_shapes[:count])
+            accessed = 2 * windows + update_bytes + site.operand_size(count)
     applied = site.applied("to_apply", updates[0].element_count if updates else 0)
     return applied.with_bytes(accessed)
+
+
+def _int_list(instruction: Instruction, key: str) -> list[int]:
+    text = instruction.raw_attribute(key) or "{}"
+    return [int(x) for x in text.strip().strip("{}").split(",") if x.strip()]
+
+
+def _window(operand: Shape, sizes: list[int]) -> Shape:
+    """A window of `sizes` elements of `operand`, in the operand's element type and layout."""
+    return replace(operand, dimensions=tuple(sizes),
+                   dynamic_dimensions=tuple(False for _ in sizes))
 
 
 def reduce(site: Site) -> Cost:
@@ -258,8 +302,8 @@ def _minor_to_major(shape: Shape) -> tuple[int, ...]:
 
 def all_reduce(site: Site) -> Cost:
     leaves = [leaf for _, leaf in site.shape.leaves() if leaf.is_array]
-    output_bytes = sum(xla_size(leaf) for leaf in leaves)
-    accessed = output_bytes + sum(xla_size(s) for s in site.operand_shapes)
+    output_bytes = sum(site.size(leaf) for leaf in leaves)
+    accessed = output_bytes + sum(site.size(s) for s in site.operand_shapes)
     return Cost(flops=sum(leaf.element_count for leaf in leaves), bytes_accessed=accessed,
                 collective_bytes=collective_payload(site))
 
@@ -283,11 +327,11 @@ def collective_payload(site: Site) -> int:
 
 
 def infeed(site: Site) -> Cost:
-    return Cost(bytes_accessed=leaf_bytes(site.shape))
+    return Cost(bytes_accessed=site.leaf_bytes(site.shape))
 
 
 def outfeed(site: Site) -> Cost:
-    return Cost(bytes_accessed=sum(leaf_bytes(s) for s in site.operand_shapes))
+    return Cost(bytes_accessed=sum(site.leaf_bytes(s) for s in site.operand_shapes))
 
 
 COLLECTIVES = frozenset({
