@@ -8,11 +8,12 @@ Printed: shapes with layouts, operands, the schedule's instruction order (`is_sc
 `input_output_alias`, called computations under the keys XLA prints for each opcode, `metadata`
 (op_type, op_name, source file and line), `backend_config` (so `known_trip_count` is seen),
 `dimensions`, `index`, `direction`, `slice`, `dynamic_slice_sizes`, `window`, dot dimension
-numbers, fusion `kind` and `custom_call_target`. Not printed (not declared in the schema):
-literals (constants print as `constant({...})`), convolution, gather and scatter dimension
-numbers, shardings, replica groups. A program that needs them (a convolution's FLOPs) should be
-read from its dump (`--hlo`). The test suite checks that FLOPs per phase and the memory
-timeline of the printed module equal those of XLA's own text dump of the same program.
+numbers, gather and scatter dimension numbers and slice sizes, fusion `kind` and
+`custom_call_target`. Not printed (not declared in the schema): literals (constants print as
+`constant({...})`), convolution dimension numbers, shardings, replica groups. A program that
+needs them (a convolution's FLOPs) should be read from its dump (`--hlo`). The test suite
+checks that FLOPs per phase and the memory timeline of the printed module equal those of XLA's
+own text dump of the same program.
 """
 from __future__ import annotations
 
@@ -113,6 +114,10 @@ def _attributes(proto: Any) -> Iterator[str]:
     if proto.comparison_direction:
         yield f"direction={proto.comparison_direction}"
     yield from _dot_dimensions(proto)
+    if proto.opcode == "gather":
+        yield from _gather_dimensions(proto)
+    elif proto.opcode == "scatter":
+        yield from _scatter_dimensions(proto)
     if proto.custom_call_target:
         yield f"custom_call_target={json.dumps(proto.custom_call_target)}"
     yield from _metadata(proto.metadata)
@@ -128,6 +133,29 @@ def _dot_dimensions(proto: Any) -> Iterator[str]:
                         ("rhs_contracting_dims", numbers.rhs_contracting_dimensions)):
         if values:
             yield f"{key}={_braces(values)}"
+
+
+def _gather_dimensions(proto: Any) -> Iterator[str]:
+    numbers = proto.gather_dimension_numbers
+    yield f"offset_dims={_braces(numbers.offset_dims)}"
+    yield f"collapsed_slice_dims={_braces(numbers.collapsed_slice_dims)}"
+    yield f"start_index_map={_braces(numbers.start_index_map)}"
+    yield f"index_vector_dim={numbers.index_vector_dim}"
+    if numbers.operand_batching_dims:
+        yield f"operand_batching_dims={_braces(numbers.operand_batching_dims)}"
+        yield f"start_indices_batching_dims={_braces(numbers.start_indices_batching_dims)}"
+    yield f"slice_sizes={_braces(proto.gather_slice_sizes)}"
+
+
+def _scatter_dimensions(proto: Any) -> Iterator[str]:
+    numbers = proto.scatter_dimension_numbers
+    yield f"update_window_dims={_braces(numbers.update_window_dims)}"
+    yield f"inserted_window_dims={_braces(numbers.inserted_window_dims)}"
+    yield f"scatter_dims_to_operand_dims={_braces(numbers.scatter_dims_to_operand_dims)}"
+    yield f"index_vector_dim={numbers.index_vector_dim}"
+    if numbers.input_batching_dims:
+        yield f"input_batching_dims={_braces(numbers.input_batching_dims)}"
+        yield f"scatter_indices_batching_dims={_braces(numbers.scatter_indices_batching_dims)}"
 
 
 def _window(window: Any) -> str:

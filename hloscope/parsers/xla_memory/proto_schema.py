@@ -84,6 +84,9 @@ MESSAGES: dict[str, tuple[Field, ...]] = {
         ("slice_dimensions", 17, MESSAGE, MANY, "HloInstructionProto.SliceDimensions"),
         ("dynamic_slice_sizes", 20, INT64, MANY, ""),
         ("dot_dimension_numbers", 30, MESSAGE, ONE, "DotDimensionNumbers"),
+        ("gather_dimension_numbers", 33, MESSAGE, ONE, "GatherDimensionNumbers"),
+        ("gather_slice_sizes", 34, INT64, MANY, ""),
+        ("scatter_dimension_numbers", 48, MESSAGE, ONE, "ScatterDimensionNumbers"),
         ("backend_config", 43, BYTES, ONE, ""), ("comparison_direction", 63, STRING, ONE, ""),
     ),
     "HloInstructionProto.SliceDimensions": (
@@ -102,6 +105,18 @@ MESSAGES: dict[str, tuple[Field, ...]] = {
         ("rhs_contracting_dimensions", 2, INT64, MANY, ""),
         ("lhs_batch_dimensions", 3, INT64, MANY, ""),
         ("rhs_batch_dimensions", 4, INT64, MANY, ""),
+    ),
+    "GatherDimensionNumbers": (
+        ("offset_dims", 1, INT64, MANY, ""), ("collapsed_slice_dims", 2, INT64, MANY, ""),
+        ("start_index_map", 3, INT64, MANY, ""), ("index_vector_dim", 4, INT64, ONE, ""),
+        ("operand_batching_dims", 5, INT64, MANY, ""),
+        ("start_indices_batching_dims", 6, INT64, MANY, ""),
+    ),
+    "ScatterDimensionNumbers": (
+        ("update_window_dims", 1, INT64, MANY, ""), ("inserted_window_dims", 2, INT64, MANY, ""),
+        ("scatter_dims_to_operand_dims", 3, INT64, MANY, ""),
+        ("index_vector_dim", 4, INT64, ONE, ""), ("input_batching_dims", 5, INT64, MANY, ""),
+        ("scatter_indices_batching_dims", 6, INT64, MANY, ""),
     ),
     "HloComputationProto": (
         ("name", 1, STRING, ONE, ""),

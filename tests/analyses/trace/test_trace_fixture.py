@@ -88,6 +88,15 @@ def test_embedded_hlo_proto_reads_like_xlas_text_dump() -> None:
         [(r.key, r.flops) for r in theirs.rows("phase")]
     assert {(i.name, i.opcode) for _, i in program.module.instructions()} == \
         {(i.name, i.opcode) for _, i in text.instructions()}
+    keys = ("offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
+            "slice_sizes", "update_window_dims", "inserted_window_dims",
+            "scatter_dims_to_operand_dims")
+
+    def dimension_numbers(module) -> dict:
+        return {i.name: {key: i.raw_attribute(key) for key in keys}
+                for _, i in module.instructions() if i.opcode in ("gather", "scatter")}
+    printed = dimension_numbers(program.module)
+    assert printed and printed == dimension_numbers(text)
 
 
 def _json_runs() -> dict[str, list[dict]]:
