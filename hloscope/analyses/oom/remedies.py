@@ -327,7 +327,9 @@ def optimizer_offload_remedy(parts: PeakParts, config: TransformerConfig,
         OPTIMIZER_OFFLOAD, "fp32 master weights and AdamW moments in pinned host memory, moved "
         "to the device for the update (--optimizer-offload)", parts.scaled(live), 0, 0.0,
         f"moves {2 * offloaded:,} bytes over the host link per step (in for the update, out "
-        f"after it); the update holds {update:,} bytes on the device at once",
+        f"after it); the update holds {update:,} bytes on the device at once; measured on "
+        "libtpu 0.0.42.1 the copies to the device start with the program, and the device "
+        "total did not drop (docs/oom.md): compile it before relying on this",
         {"optimizer_offload": True}, host_bytes=offloaded)
 
 
