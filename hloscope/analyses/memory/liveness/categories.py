@@ -10,12 +10,13 @@ that shares an argument's buffer (a donated, updated argument; its updated outpu
 argument's category.
 
 **Everything else**, by the phases JAX's name stack gives (`phases.py`) of the instruction that
-makes the buffer and of those that read it: made in the forward pass and read by the backward
-pass (or its recomputation): a *saved activation*; made in the backward pass and read outside
-differentiation (the optimizer): a *gradient*; a constant: *constant*; returned by the program:
-*output*; the rest: a *temporary*. An instruction without a phase of its own takes its
-operands' (what derives from the backward pass is optimizer work) or, inside a loop body, its
-loop's.
+makes the buffer and of those that read it: made in the forward pass (or outside
+differentiation, as a causal mask built from constants is) and read by the backward pass (or its
+recomputation): a *saved activation*, as JAX counts its residuals; made in the backward pass
+and read outside differentiation (the optimizer): a *gradient*; a constant: *constant*;
+returned by the program: *output*; the rest: a *temporary*. An instruction without a phase of
+its own takes its operands' (what derives from the backward pass is optimizer work) or, inside a
+loop body, its loop's.
 
 **Saved activations across layers.** What the backward pass reads is often not the forward
 value itself but a copy of it, so the readers of a value are looked for *through* the
@@ -30,6 +31,7 @@ buffer (the values XLA's alias analysis puts in one buffer: a scan's stacked res
 `dynamic-update-slice` in the forward loop's body and read, as the loop's result, by the backward
 loop). So a layer's residuals are categorised alike whether XLA saves them directly or moves them
 first, and under full remat the checkpointed block input is a saved activation like any other.
+An instruction's own phase still counts: a backward op named after a backward operand reads.
 """
 from __future__ import annotations
 
@@ -73,6 +75,7 @@ _MOVERS = frozenset({
     "conditional", "async-start", "async-update", "async-done", "optimization-barrier",
 })
 _READERS_OF_SAVED = frozenset({Phase.BACKWARD, Phase.RECOMPUTE})
+_MAKERS_OF_SAVED = frozenset({Phase.FORWARD, Phase.OTHER})
 
 
 def path_components(text: str) -> list[str]:
@@ -176,7 +179,8 @@ class Classifier:
         return found
 
     def _saved_buffers(self) -> set[int]:
-        """The buffers holding a forward value whose data the backward pass reads."""
+        """The buffers holding a forward (or undifferentiated) value whose data the backward pass
+        reads."""
         defined: dict[Instruction, list[Value]] = {}
         mates: dict[int, list[Value]] = {}
         for value in self.liveness.values:
@@ -186,7 +190,7 @@ class Classifier:
         saved: set[int] = set()
         for value in self.liveness.values:
             buffer = self.liveness.buffers.find(value.id)
-            if buffer not in saved and self.phase(value.instruction) is Phase.FORWARD and \
+            if buffer not in saved and self.phase(value.instruction) in _MAKERS_OF_SAVED and \
                     walk.phases(value) & _READERS_OF_SAVED:
                 saved.add(buffer)
         return saved
@@ -197,10 +201,10 @@ class Classifier:
 
 
 class _ReaderWalk:
-    """Phases of the instructions that read a value's data and, through the instructions
-    that move it (`_MOVERS`, or named by a neighbour), into the buffer it shares with other
-    values (a loop carry, an in-place update) and through in-place updates that write it into
-    another buffer (a scan's `dynamic-update-slice` into its stacked residuals)."""
+    """Phases of the instructions that read a value's data: directly, through the instructions
+    that move it (`_MOVERS`, or named by a neighbour), through the other values of its buffer (a
+    loop carry, an in-place update), and through in-place updates that write it into another
+    buffer (a scan's `dynamic-update-slice` into its stacked residuals)."""
 
     def __init__(self, classifier: Classifier, defined: dict[Instruction, list[Value]],
                  mates: dict[int, list[Value]], in_place: InPlaceRules) -> None:
