@@ -2,9 +2,10 @@
 
 - Remat none vs full on the TPU fixtures: which forward values the backward pass reads, found by
   walking XLA's optimized HLO text here (a small independent reader: an instruction whose op_name
-  has `transpose(` reading, directly or through tuple/bitcast/copy plumbing, the result of one
-  whose op_name has `jvp(` and not `transpose(`), and XLA's own memory_analysis() and
-  cost_analysis() figures in meta.json.
+  has `transpose(` reading, directly or through tuple/bitcast/copy plumbing — TPU's async
+  copies and slices, and the `ConcatBitcast` custom-call that joins slices, included —, the
+  result of one whose op_name has `jvp(` and not `transpose(`), and XLA's own memory_analysis()
+  and cost_analysis() figures in meta.json.
 - The hand-built pair in remat_pair.py: peaks, buffers, FLOPs and remat counts by construction.
 - Scan vs unrolled CPU fixtures: the model's configuration (stacked residuals have n_layers as
   their leading dimension) and XLA's cost_analysis() of the loop-free unrolled program.
@@ -38,7 +39,8 @@ CPU_UNROLLED = FIXTURES / "cpu" / "remat-none"
 
 _LINE = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = (\(.*?\)|\S+) ([\w\-]+)\((.*?)\)(.*)$")
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
-_PLUMBING = {"get-tuple-element", "bitcast", "copy", "copy-start", "copy-done", "tuple"}
+_PLUMBING = {"get-tuple-element", "bitcast", "copy", "copy-start", "copy-done", "tuple",
+             "async-start", "async-done", "ConcatBitcast"}
 
 
 def meta(folder: Path) -> dict:
@@ -55,6 +57,8 @@ def entry_instructions(folder: Path) -> dict[str, tuple[str, str, list[str], str
         match = _LINE.match(line)
         if match:
             name, shape, opcode, operands, rest = match.groups()
+            if opcode == "custom-call" and 'custom_call_target="ConcatBitcast"' in rest:
+                opcode = "ConcatBitcast"  # joins slices of one buffer back into it
             op_name = _OP_NAME.search(rest)
             table[name] = (shape, opcode, re.findall(r"%([\w.\-]+)", operands),
                            op_name.group(1) if op_name else "")

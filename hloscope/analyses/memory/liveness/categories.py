@@ -10,12 +10,28 @@ that shares an argument's buffer (a donated, updated argument; its updated outpu
 argument's category.
 
 **Everything else**, by the phases JAX's name stack gives (`phases.py`) of the instruction that
-makes the buffer and of those that read it: made in the forward pass and read by the backward
-pass (or its recomputation): a *saved activation*; made in the backward pass and read outside
-differentiation (the optimizer): a *gradient*; a constant: *constant*; returned by the program:
-*output*; the rest: a *temporary*. An instruction without a phase of its own takes its
-operands' (what derives from the backward pass is optimizer work) or, inside a loop body, its
-loop's.
+makes the buffer and of those that read it: made in the forward pass (or outside
+differentiation, as a causal mask built from constants is) and read by the backward pass (or its
+recomputation): a *saved activation*, as JAX counts its residuals; made in the backward pass
+and read outside differentiation (the optimizer): a *gradient*; a constant: *constant*;
+returned by the program: *output*; the rest: a *temporary*. An instruction without a phase of
+its own takes its operands' (what derives from the backward pass is optimizer work) or, inside a
+loop body, its loop's.
+
+**Saved activations across layers.** What the backward pass reads is often not the forward
+value itself but a copy of it, so the readers of a value are looked for *through* the
+instructions that only move data: a `copy`, `copy-start`/`copy-done` (TPU's prefetches between
+HBM and VMEM), a `bitcast`, tuples, `get-tuple-element`, the carries of a `while`, `call` or
+`conditional` (a scan's stacked residuals pass from the forward loop to the backward loop), async
+ops, and every instruction XLA made without metadata (its name, borrowed from an operand, says
+where its data came from, not where it is read: an async slice of a saved activation issued in
+the backward pass is named after the forward op that made it). A forward value whose data a
+backward or recompute op reaches this way is a saved activation, and so is every value of its
+buffer (the values XLA's alias analysis puts in one buffer: a scan's stacked residual is made by a
+`dynamic-update-slice` in the forward loop's body and read, as the loop's result, by the backward
+loop). So a layer's residuals are categorised alike whether XLA saves them directly or moves them
+first, and under full remat the checkpointed block input is a saved activation like any other.
+An instruction's own phase still counts: a backward op named after a backward operand reads.
 """
 from __future__ import annotations
 
@@ -24,6 +40,7 @@ from enum import StrEnum
 
 from hloscope.analyses.cost.phases import Phase, layer_of, phase_of
 from hloscope.analyses.memory.liveness import Liveness
+from hloscope.analyses.memory.liveness.inplace import InPlaceRules
 from hloscope.analyses.memory.liveness.names import NAMELESS, resolve_names
 from hloscope.analyses.memory.liveness.program import FlatProgram, control_flow_callees
 from hloscope.analyses.memory.liveness.values import Value
@@ -52,6 +69,13 @@ _INPUT_WORDS = frozenset({"batch", "inputs", "input", "data", "tokens", "targets
 _PATH_SPLIT = re.compile(r"[^A-Za-z0-9]+")
 _NUMBER = re.compile(r"\d+")
 _LAYER_WORDS = frozenset({"layers", "layer", "blocks", "block", "h"})
+# Instructions that pass their operands' data on (see the module docstring).
+_MOVERS = frozenset({
+    "copy", "copy-start", "copy-done", "bitcast", "tuple", "get-tuple-element", "while", "call",
+    "conditional", "async-start", "async-update", "async-done", "optimization-barrier",
+})
+_READERS_OF_SAVED = frozenset({Phase.BACKWARD, Phase.RECOMPUTE})
+_MAKERS_OF_SAVED = frozenset({Phase.FORWARD, Phase.OTHER})
 
 
 def path_components(text: str) -> list[str]:
@@ -96,8 +120,10 @@ class Classifier:
         self.namers, self.op_names = names.namer, names.op_name
         self.phases = instruction_phases(self.program, self.op_names)
         self._paths: dict[Instruction, str] = {}
+        self._borrowed = names.borrowed
         self._argument_of_buffer = self._arguments_by_buffer()
         self._outputs = {id(v) for v in liveness.values if self._is_output(v)}
+        self._saved = self._saved_buffers()
 
     def category(self, value: Value) -> Category:
         argument = self._argument_of_buffer.get(self.liveness.buffers.find(value.id))
@@ -107,10 +133,10 @@ class Classifier:
             return Category.CONSTANT
         if id(value) in self._outputs:
             return Category.OUTPUT
+        if self.liveness.buffers.find(value.id) in self._saved:
+            return Category.SAVED_ACTIVATION
         made = self.phase(value.instruction)
         read = {self.phase(user) for user, _, _ in value.uses}
-        if made is Phase.FORWARD and read & {Phase.BACKWARD, Phase.RECOMPUTE}:
-            return Category.SAVED_ACTIVATION
         if made is Phase.BACKWARD and read & {Phase.OPTIMIZER, Phase.OTHER}:
             return Category.GRADIENT
         return Category.TEMPORARY
@@ -152,9 +178,59 @@ class Classifier:
                 found.setdefault(self.liveness.buffers.find(value.id), instruction)
         return found
 
+    def _saved_buffers(self) -> set[int]:
+        """The buffers holding a forward (or undifferentiated) value whose data the backward pass
+        reads."""
+        defined: dict[Instruction, list[Value]] = {}
+        mates: dict[int, list[Value]] = {}
+        for value in self.liveness.values:
+            defined.setdefault(value.instruction, []).append(value)
+            mates.setdefault(self.liveness.buffers.find(value.id), []).append(value)
+        walk = _ReaderWalk(self, defined, mates, InPlaceRules(self.program.module))
+        saved: set[int] = set()
+        for value in self.liveness.values:
+            buffer = self.liveness.buffers.find(value.id)
+            if buffer not in saved and self.phase(value.instruction) in _MAKERS_OF_SAVED and \
+                    walk.phases(value) & _READERS_OF_SAVED:
+                saved.add(buffer)
+        return saved
+
     def _is_output(self, value: Value) -> bool:
         root = self.program.root.root
         return any(instruction is root for instruction, _ in value.positions)
+
+
+class _ReaderWalk:
+    """Phases of the instructions that read a value's data: directly, through the instructions
+    that move it (`_MOVERS`, or named by a neighbour), through the other values of its buffer (a
+    loop carry, an in-place update), and through in-place updates that write it into another
+    buffer (a scan's `dynamic-update-slice` into its stacked residuals)."""
+
+    def __init__(self, classifier: Classifier, defined: dict[Instruction, list[Value]],
+                 mates: dict[int, list[Value]], in_place: InPlaceRules) -> None:
+        self.classifier = classifier
+        self.defined, self.mates, self.in_place = defined, mates, in_place
+        self.find = classifier.liveness.buffers.find
+
+    def phases(self, value: Value) -> set[Phase]:
+        found: set[Phase] = set()
+        seen: set[int] = set()
+        pending = [value]
+        while pending:
+            current = pending.pop()
+            for mate in self.mates[self.find(current.id)]:
+                if mate.id in seen:
+                    continue
+                seen.add(mate.id)
+                for user, _, _ in mate.uses:
+                    found.add(self.classifier.phase(user))
+                    if self._moves(user):
+                        pending.extend(v for v in self.defined.get(user, ()) if v.id not in seen)
+        return found
+
+    def _moves(self, user: Instruction) -> bool:
+        return user.opcode in _MOVERS or user in self.classifier._borrowed or \
+            bool(self.in_place.pairs(user))
 
 
 def instruction_phases(program: FlatProgram,

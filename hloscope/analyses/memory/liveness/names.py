@@ -6,6 +6,8 @@ source file and line) by, in turn: the last named instruction inside its fused c
 root's side first), its first named operand (parameters and constants name nothing: their
 op_name is a pytree path), or its first named user — as `hloscope flops` resolves names. A
 parameter of a loop body, branch or called computation is named by the instruction that runs it.
+`Names.borrowed` holds the instructions named by a neighbour (operand, user or caller): their
+phase says where their data came from, not where it is read (see `categories.py`).
 """
 from __future__ import annotations
 
@@ -23,10 +25,12 @@ NAMELESS = frozenset({"parameter", "constant"})
 
 @dataclass(slots=True)
 class Names:
-    """instruction -> the instruction whose metadata names it, and that op_name."""
+    """instruction -> the instruction whose metadata names it, and that op_name; the
+    instructions whose name is borrowed from a neighbour."""
 
     namer: dict[Instruction, Instruction] = field(default_factory=dict)
     op_name: dict[Instruction, str] = field(default_factory=dict)
+    borrowed: set[Instruction] = field(default_factory=set)
 
 
 def resolve_names(program: FlatProgram) -> Names:
@@ -34,6 +38,7 @@ def resolve_names(program: FlatProgram) -> Names:
     found: dict[Instruction, Instruction | None] = {
         i: (i if resolver.op_name(i) else resolver.fused_namer(i))
         for i in program.sequence if i.opcode not in NAMELESS}
+    borrowed = {i for i, namer in found.items() if namer is None}
     for instruction in program.sequence:
         if instruction in found and found[instruction] is None:
             found[instruction] = next(
@@ -43,7 +48,7 @@ def resolve_names(program: FlatProgram) -> Names:
             found[instruction] = next(
                 (found[u] for u, _ in program.users.get(instruction, ()) if found.get(u)), None)
     _name_callee_parameters(program, found)
-    names = Names()
+    names = Names(borrowed=borrowed | {i for i in found if i.opcode == "parameter"})
     for instruction, namer in found.items():
         if namer is not None:
             names.namer[instruction] = namer
