@@ -77,3 +77,16 @@ def corpus_params(complete: bool) -> list:
     if not files:
         return [pytest.param(None, id="corpus-absent")]
     return [pytest.param(f, id=f.id) for f in files]
+
+
+def compile_dump_oracle(script: str, out: Path) -> tuple[Path, dict]:
+    """Runs tests/oracles/`script` (it compiles JAX programs on the CPU with XLA's dumps on) in
+    a child process: the dump folder and the programs' JSON account."""
+    import json
+    import subprocess
+    import sys
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    subprocess.run([sys.executable, str(ORACLES / script), str(out / "dump"),
+                    str(out / "programs.json")], check=True, env=env, capture_output=True,
+                   timeout=300)
+    return out / "dump", json.loads((out / "programs.json").read_text())

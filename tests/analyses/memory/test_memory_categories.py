@@ -17,15 +17,11 @@ backend ignores the offload (a TPU fixture checks it, tests/analyses/memory/test
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ORACLES
+from conftest import FIXTURES, compile_dump_oracle
 
 import hloscope
 from hloscope.analyses.memory.analysis import source_location
@@ -39,12 +35,7 @@ SAVED = Category.SAVED_ACTIVATION
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> tuple[Path, dict]:
-    out = tmp_path_factory.mktemp("layer-programs")
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    subprocess.run([sys.executable, str(ORACLES / "layer_programs.py"), str(out / "dump"),
-                    str(out / "programs.json")], check=True, env=env, capture_output=True,
-                   timeout=300)
-    return out / "dump", json.loads((out / "programs.json").read_text())
+    return compile_dump_oracle("layer_programs.py", tmp_path_factory.mktemp("layer-programs"))
 
 
 def _saved_buffers(module) -> list[tuple[str | None, int, tuple[int, ...], str, int]]:

@@ -12,15 +12,11 @@ activations have the sizes of the residuals `saved_residuals` says JAX saves.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ORACLES
+from conftest import compile_dump_oracle
 from xla_occupancy import chunks, held_bytes, pieces_at
 
 import hloscope
@@ -40,12 +36,7 @@ PROGRAMS = ("mlp_f32", "mlp_bf16_donated", "attention", "scan_layers", "remat_fu
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> tuple[Path, dict]:
-    out = tmp_path_factory.mktemp("memory-programs")
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    subprocess.run([sys.executable, str(ORACLES / "memory_programs.py"), str(out / "dump"),
-                    str(out / "programs.json")], check=True, env=env, capture_output=True,
-                   timeout=300)
-    return out / "dump", json.loads((out / "programs.json").read_text())
+    return compile_dump_oracle("memory_programs.py", tmp_path_factory.mktemp("memory-programs"))
 
 
 @pytest.fixture(params=PROGRAMS)
