@@ -38,6 +38,7 @@ from hloscope.analyses.memory.liveness.peak import (
 from hloscope.analyses.memory.liveness.spaces import is_device_space, space_info
 from hloscope.analyses.memory.liveness.timeline import Step, timeline
 from hloscope.analyses.memory.liveness.values import Value
+from hloscope.analyses.memory.working_set import LayerWorkingSet, layer_working_set
 from hloscope.frames import DataFrames
 from hloscope.loader.backend import detect_backend
 from hloscope.model.instruction import Instruction
@@ -88,6 +89,21 @@ class SpacePeak:
     padded_peak_bytes: int
     peak_time: int
     peak_instruction: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PhasePeak:
+    """The most device bytes live at one moment within one phase of the step (forward,
+    backward, recompute, optimizer, other), by category."""
+
+    phase: str
+    time: int
+    instruction: str
+    live_bytes: int
+    by_category: dict[str, int]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -160,6 +176,8 @@ class MemoryResult(DataFrames):
     scope_prefix: str = ""
     xla: XlaFigures | None = None
     basis: str = BASIS
+    phase_peaks: list[PhasePeak] = field(default_factory=list)
+    layer_working_set: LayerWorkingSet | None = None  # with `stacked_layers` (memory())
 
     def groups(self, by: str) -> list[Group]:
         """The live set at the peak grouped by category, scope, layer or phase, largest first."""
@@ -199,6 +217,9 @@ class MemoryResult(DataFrames):
             "spaces": [s.to_dict() for s in self.spaces],
             "live_at_peak": [row.to_dict() for row in self.live_at_peak],
             "timeline": [step.to_dict() for step in self.timeline],
+            "phase_peaks": [peak.to_dict() for peak in self.phase_peaks],
+            "layer_working_set": None if self.layer_working_set is None
+            else self.layer_working_set.to_dict(),
         }
         if self.xla is not None:
             data["xla"] = self.xla.to_dict()
@@ -214,13 +235,19 @@ def _group_key(row: BufferRow, by: str) -> str:
 
 
 def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None = None,
-           scope_depth: int = DEFAULT_SCOPE_DEPTH, root: str | None = None) -> MemoryResult:
+           scope_depth: int = DEFAULT_SCOPE_DEPTH, root: str | None = None,
+           stacked_layers: int | None = None) -> MemoryResult:
     """The live peak of `module` (scheduled; NotScheduledError otherwise) and its buffers;
-    `root` analyses another top-level computation than the entry as a program."""
+    `root` analyses another top-level computation than the entry as a program;
+    `stacked_layers` (the layer scan's length) adds one layer's backward working set."""
     with paused_gc():
         liveness = analyze_liveness(module, root)
-        return _Builder(module, liveness, backend or detect_backend(module), scope_depth) \
-            .result(xla)
+        builder = _Builder(module, liveness, backend or detect_backend(module), scope_depth)
+        result = builder.result(xla)
+        if stacked_layers:
+            result.layer_working_set = layer_working_set(
+                liveness, builder.classifier, builder.on_device, stacked_layers)
+        return result
 
 
 def program_memory(program: Program, backend: str | None = None,
@@ -309,7 +336,25 @@ class _Builder:
                                 key=lambda r: (-r.bytes, r.name)),
             spaces=[self._space(n, t) for n, t in timelines.items()],
             timeline=self.timeline(live), scope_depth=self.scope_depth,
-            scope_prefix="/".join(self.scope_prefix), xla=xla)
+            scope_prefix="/".join(self.scope_prefix), xla=xla,
+            phase_peaks=self.phase_peaks(live))
+
+    def phase_peaks(self, live: list[int]) -> list[PhasePeak]:
+        """For each phase, the moment it holds the most device bytes, and what they are."""
+        sequence = self.liveness.program.sequence
+        best: dict[str, int] = {}
+        for time in range(min(len(sequence), len(live))):
+            phase = self.classifier.phase(sequence[time]).value
+            if phase not in best or live[time] > live[best[phase]]:
+                best[phase] = time
+        peaks = []
+        for phase, time in sorted(best.items(), key=lambda item: item[1]):
+            by_category: dict[str, int] = {}
+            for value in live_at(self.liveness, time, keep=self.on_device):
+                category = self.classifier.category(value).value
+                by_category[category] = by_category.get(category, 0) + value.bytes
+            peaks.append(PhasePeak(phase, time, sequence[time].name, live[time], by_category))
+        return peaks
 
     def _device_peak(self, timelines: dict[int, list[int]]) -> int:
         device = (t for n, t in timelines.items() if is_device_space(self.backend, n))

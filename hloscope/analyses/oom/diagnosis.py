@@ -124,11 +124,11 @@ def diagnose(inputs: OomInputs, capacity: Capacity | None,
     module = inputs.module
     backend = inputs.program.backend
     xla = xla_figures(inputs.program, backend)
-    result = memory(module, backend=backend, xla=xla)
+    layers = inputs.config.n_layers if inputs.config else stacked_layer_count(module)
+    result = memory(module, backend=backend, xla=xla, stacked_layers=layers)
     verdict = None if inputs.log is None else inputs.log.compile_verdict
     required = required_figure(result, backend, inputs.log, _tpu_hbm_total(inputs, backend))
     parts = breakdown(result.live_at_peak, backend)
-    layers = inputs.config.n_layers if inputs.config else stacked_layer_count(module)
     groups = group_buffers(result.live_at_peak, backend, layers, _dims(inputs))
     sharding = sharding_findings(module, result.live_at_peak, backend)
     diagnosis = OomDiagnosis(
@@ -211,6 +211,18 @@ def _model_view(diagnosis: OomDiagnosis, inputs: OomInputs, groups: list[BufferG
                                    inputs.device, offloaded_sweep, inputs.variant)
 
 
+def _with_backward_working_set(parts: PeakParts, result: MemoryResult) -> PeakParts:
+    """Parts for the remat remedies, whose peak is in a layer's backward pass: R + ℓ (the
+    temporaries at the peak and the largest per-layer saved buffer) is raised to the layer
+    working set (working_set.py) where that is more: a peak in the forward pass holds no
+    backward working set, and a program that saves its residuals reads them in place."""
+    working = result.layer_working_set
+    if working is None:
+        return parts
+    rest = max(parts.rest, working.total_bytes - parts.largest_saved_per_layer)
+    return dataclasses.replace(parts, rest=rest)
+
+
 def _remedies(diagnosis: OomDiagnosis, config: TransformerConfig, groups: list[BufferGroup],
               step_flops: int, sweep_rows: list[SweepRow] | None, device: str | None = None,
               offloaded_sweep: bool = False, variant: str | None = None) -> list[Remedy]:
@@ -224,8 +236,8 @@ def _remedies(diagnosis: OomDiagnosis, config: TransformerConfig, groups: list[B
     capacity = None if diagnosis.capacity is None else diagnosis.capacity.bytes
     per_device_params = parameters_per_device(config, param_count(config), devices, slices)
     shards = max(param_count(config) // max(per_device_params, 1), 1)
-    found = remat_remedies(parts, config, batch // max(config.micro_batches, 1), step_flops,
-                           shards)
+    found = remat_remedies(_with_backward_working_set(parts, result), config,
+                           batch // max(config.micro_batches, 1), step_flops, shards)
     found += micro_batch_remedies(parts, config, capacity, per_device_params, batch)
     optimizer = optimizer_offload_remedy(parts, config,
                                          category_bytes(diagnosis.by_category, OPTIMIZER_STATE),
