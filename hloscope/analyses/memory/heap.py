@@ -56,7 +56,11 @@ SizeOf = Callable[[Value], int]
 
 @dataclass(frozen=True, slots=True)
 class SpaceAllocationEstimate:
-    """The estimated allocation of one memory space S(n), as memory_analysis() adds it up."""
+    """The estimated allocation of one memory space S(n), as memory_analysis() adds it up.
+
+    `temp_bytes` is the heap's size; `reused_bytes` the temporaries (and outputs) placed in an
+    argument's or an output's allocation instead (not counted again); constants are outside
+    the allocation, as in memory_analysis()."""
 
     memory_space: int
     argument_bytes: int
@@ -65,7 +69,6 @@ class SpaceAllocationEstimate:
     temp_bytes: int
     constant_bytes: int
     reused_bytes: int
-    live_peak_bytes: int
 
     @property
     def allocation_bytes(self) -> int:
@@ -91,6 +94,10 @@ class AllocationEstimate:
 
     def total(self, keep: Callable[[int], bool] = lambda _: True) -> int:
         return sum(s.allocation_bytes for s in self.spaces if keep(s.memory_space))
+
+    def to_dict(self) -> dict:
+        return {"backend": self.backend, "alignment": self.alignment,
+                "spaces": [s.to_dict() for s in self.spaces]}
 
 
 def estimate_allocation(liveness: Liveness, backend: str) -> AllocationEstimate:
@@ -287,7 +294,7 @@ class _Assigner:
             memory_space=space, argument_bytes=sum(a.size for a in arguments),
             output_bytes=sum(a.size for a in outputs), alias_bytes=sum(a.size for a in aliased),
             temp_bytes=temp, constant_bytes=sum(a.size for a in constants),
-            reused_bytes=reused, live_peak_bytes=0)
+            reused_bytes=reused)
 
 
 # --- 3: the heap simulator ---------------------------------------------------------------------
