@@ -14,7 +14,8 @@ buffer color is the layout's `S(n)`):
    temporary, or a live-out buffer of exactly the allocation's size, may move into the
    allocation of an operand or of a donated argument / output whose values are never live at
    the same time (ranges meeting at one time only where the later value may take the earlier
-   one's buffer, `sharing.py`'s rules; a `copy` never joins its operand).
+   one's buffer, `sharing.py`'s rules; a `copy` never joins its operand). Tuple-shaped buffers
+   stay for the heap (the fixtures' while-loop tuples are all in XLA's temporary allocation).
 3. **The heap** (HeapSimulator::RunComputation, GlobalDecreasingSizeBestFitHeap). The rest are
    temporaries, packed into one allocation per memory space. The values are replayed in
    time order as allocation events (a value that takes a dying operand's buffer, or joins a
@@ -25,16 +26,17 @@ buffer color is the layout's `S(n)`):
    smaller of the two orders' heaps (ChooseBestHeapAlgorithm); so does this.
 
 Per backend: sizes are unpadded (ShapeUtil::ByteSizeOf, a tuple its pointer table) on CPU and
-GPU, tiled (`padded_bytes`) on TPU; the heap's alignment is the one the dumps' offsets show
-(`ALIGNMENT`). The estimate ignores what XLA does only in its backends (XLA:GPU's may-alias
-fusion hints; TPU's memory-space assignment, which moves buffers into on-chip memory and
-prefetches), so on TPU it is an estimate of the HBM a plain buffer assignment would need.
+GPU, tiled (`padded_bytes`) and rounded up to 512 bytes on TPU; the heap's alignment is the one
+the dumps' offsets show (`ALIGNMENT`). The estimate ignores what XLA does only in its backends:
+XLA:GPU's may-alias fusion hints, and libtpu's own HBM heap placement (given exactly its heap
+values and sizes, this packing comes out 3.7% smaller on the committed TPU fixture) and the
+scratch its code generation adds to memory_analysis().
 """
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -42,6 +44,7 @@ import numpy as np
 from hloscope.analyses.memory.liveness import Liveness
 from hloscope.analyses.memory.liveness.sharing import ShareRules, can_take_operand
 from hloscope.analyses.memory.liveness.values import Value
+from hloscope.model.instruction import Instruction
 
 # Heap chunk alignment per backend, from the offsets of every preallocated-temp allocation in
 # the committed fixtures' buffer assignments (XLA: BufferAssigner's color_alignment; CPU
@@ -52,6 +55,13 @@ ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": 512}
 _DEFAULT_ALIGNMENT = 64
 
 SizeOf = Callable[[Value], int]
+# libtpu sizes every buffer in whole tiles, rounded up to 512 bytes: on the committed TPU
+# fixtures each HBM heap value's size in the buffer assignment equals this, tuples included.
+TPU_GRANULARITY = 512
+
+
+def _tpu_size(value: Value) -> int:
+    return -(-value.padded_bytes // TPU_GRANULARITY) * TPU_GRANULARITY
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +113,7 @@ class AllocationEstimate:
 def estimate_allocation(liveness: Liveness, backend: str) -> AllocationEstimate:
     """XLA's buffer assignment replayed on `liveness` (see the module docstring)."""
     alignment = ALIGNMENT.get(backend, _DEFAULT_ALIGNMENT)
-    size_of: SizeOf = (lambda v: v.padded_bytes) if backend == "tpu" else (lambda v: v.bytes)
+    size_of: SizeOf = _tpu_size if backend == "tpu" else (lambda v: v.bytes)
     assigner = _Assigner(liveness, size_of)
     assigner.run()
     spaces = []
@@ -153,19 +163,20 @@ class _Assigner:
         self.allocation_of: dict[int, _Allocation] = {}  # buffer id() -> allocation
         self.reusable: list[_Allocation] = []  # XLA's allocation_indices, in creation order
         self.rules = ShareRules(program.module)
+        self._top_level: dict[Instruction, list[Value]] | None = None
 
     def _buffers(self) -> list[_Buffer]:
         liveness = self.liveness
         groups: dict[int, list[Value]] = defaultdict(list)
         for value in liveness.live_values():
             groups[liveness.buffers.find(value.id)].append(value)
-        time = liveness.program.time
+        order = _post_order_positions(liveness)
         found = []
         for members in groups.values():
             live_out = any(p is self.root for v in members for p, _ in v.positions)
             found.append(_Buffer(members, max(self.size_of(v) for v in members),
                                  members[0].memory_space, live_out,
-                                 min(time[v.instruction] for v in members)))
+                                 min(order[v.instruction] for v in members)))
         # BufferAssigner's order: size (decreasing), live-out first, position in the program.
         found.sort(key=lambda b: (-b.size, not b.live_out, b.order))
         return found
@@ -187,7 +198,8 @@ class _Assigner:
             if aliased:
                 self.reusable.append(allocation)
             return
-        if self._reuse(buffer):
+        tuple_shaped = any(v.shape.is_tuple for v in buffer.values)
+        if not tuple_shaped and self._reuse(buffer):
             buffer.kind = _REUSED
             return
         if buffer.live_out:
@@ -233,21 +245,15 @@ class _Assigner:
                 return True
         return False
 
-    def _values_at(self, instruction) -> Iterable[Value]:
+    def _values_at(self, instruction: Instruction) -> list[Value]:
         """Values at the top-level position of `instruction` (its own or the one it forwards)."""
-        for value in self._by_position().get(instruction, ()):
-            yield value
-
-    def _by_position(self) -> dict:
-        cached = getattr(self, "_positions", None)
-        if cached is None:
-            cached = defaultdict(list)
+        if self._top_level is None:
+            self._top_level = defaultdict(list)
             for value in self.liveness.live_values():
-                for instruction, index in value.positions:
+                for position, index in value.positions:
                     if not index:
-                        cached[instruction].append(value)
-            self._positions = cached
-        return cached
+                        self._top_level[position].append(value)
+        return self._top_level.get(instruction, [])
 
     def _fits(self, allocation: _Allocation, buffer: _Buffer) -> bool:
         """MaybeAssignBuffer."""
@@ -295,6 +301,22 @@ class _Assigner:
             output_bytes=sum(a.size for a in outputs), alias_bytes=sum(a.size for a in aliased),
             temp_bytes=temp, constant_bytes=sum(a.size for a in constants),
             reused_bytes=reused)
+
+
+def _post_order_positions(liveness: Liveness) -> dict:
+    """An instruction's place in BufferAssigner's tie-break order: computations callers first
+    (the entry, then those it runs, as the flattened schedule first reaches them), instructions
+    in schedule order within each (XLA uses a post order; both follow operands)."""
+    program = liveness.program
+    rank: dict[str, int] = {program.root.name: 0}
+    for instruction in program.sequence:
+        name = program.computation_of[instruction].name
+        rank.setdefault(name, len(rank))
+    positions = {}
+    for instruction in program.sequence:
+        computation = program.computation_of[instruction].name
+        positions[instruction] = (rank[computation], program.time[instruction])
+    return positions
 
 
 # --- 3: the heap simulator ---------------------------------------------------------------------

@@ -21,8 +21,8 @@ import hloscope
 from hloscope.analyses.memory.analysis import memory
 from hloscope.analyses.memory.heap import estimate_allocation
 from hloscope.analyses.memory.liveness import analyze_liveness
-from hloscope.parsers.xla_memory import find_memory_artifacts, space_allocations
 from hloscope.parsers.text import parse_text
+from hloscope.parsers.xla_memory import find_memory_artifacts, space_allocations
 
 FOLDERS = sorted(p.parent for p in FIXTURES.glob("*/*/meta.json")
                  if p.parent.parent.name == "cpu" or p.parent.parent.name.startswith("gpu"))
@@ -68,7 +68,8 @@ _ADD = ("add (a: f32[], b: f32[]) -> f32[] {\n a = f32[] parameter(0)\n"
 
 
 def _estimate(body: str, backend: str = "cpu"):
-    module = parse_text(_HEADER + _ADD + "ENTRY e (p: f32[64]) -> f32[] {\n" + body + "}\n", source="t.hlo")[0]
+    text = _HEADER + _ADD + "ENTRY e (p: f32[64]) -> f32[] {\n" + body + "}\n"
+    module = parse_text(text, source="t.hlo")[0]
     return estimate_allocation(analyze_liveness(module), backend).space(0)
 
 
