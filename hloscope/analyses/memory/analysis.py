@@ -13,9 +13,11 @@ Two figures are never confused:
   anything that memory holds (`liveness/peak.py`), so they can be on either side of
   `peak_bytes`.
 - the **allocation**: what XLA's buffer assignment reserves (arguments + temporaries + outputs
-  - aliased, with packing and fragmentation), which decides an OOM. Only XLA's own data gives it:
+  - aliased, with packing and fragmentation), which decides an OOM. XLA's own data gives it:
   pass it in `xla` (`xla_figures` of a `Program`: its dump folder's buffer assignment and
-  live-range files).
+  live-range files). From the text alone it is estimated (`estimated_allocation_bytes`,
+  `heap.py`: XLA's buffer assigner and heap simulator replayed on the same live ranges), per
+  memory space.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from hloscope.analyses.cost.gc_pause import paused_gc
 from hloscope.analyses.cost.phases import scope_path
+from hloscope.analyses.memory.heap import AllocationEstimate, estimate_allocation
 from hloscope.analyses.memory.liveness import Liveness, analyze_liveness
 from hloscope.analyses.memory.liveness.categories import CATEGORY_ORDER, Classifier, path_components
 from hloscope.analyses.memory.liveness.peak import (
@@ -89,6 +92,7 @@ class SpacePeak:
     padded_peak_bytes: int
     peak_time: int
     peak_instruction: str
+    estimated_allocation_bytes: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -178,6 +182,15 @@ class MemoryResult(DataFrames):
     basis: str = BASIS
     phase_peaks: list[PhasePeak] = field(default_factory=list)
     layer_working_set: LayerWorkingSet | None = None  # with `stacked_layers` (memory())
+    allocation_estimate: AllocationEstimate | None = None
+
+    @property
+    def estimated_allocation_bytes(self) -> int | None:
+        """XLA's allocation estimated from the text: the device memory spaces' sum."""
+        estimate = self.allocation_estimate
+        if estimate is None:
+            return None
+        return estimate.total(lambda space: is_device_space(self.backend, space))
 
     def groups(self, by: str) -> list[Group]:
         """The live set at the peak grouped by category, scope, layer or phase, largest first."""
@@ -210,6 +223,9 @@ class MemoryResult(DataFrames):
             "xla_moment_bytes": self.xla_moment_bytes,
             "all_spaces_peak_bytes": self.all_spaces_peak_bytes,
             "unshared_peak_bytes": self.unshared_peak_bytes,
+            "estimated_allocation_bytes": self.estimated_allocation_bytes,
+            "estimated_allocation": None if self.allocation_estimate is None else
+            self.allocation_estimate.to_dict(),
             "buffer_count": self.buffer_count, "scope_depth": self.scope_depth,
             "scope_prefix": self.scope_prefix,
             "by_category": self.by_category,
@@ -319,6 +335,7 @@ class _Builder:
         peak_values = live_at(liveness, moment, keep=self.on_device)
         instruction = program.sequence[moment] if moment < len(program.sequence) else None
         xla_time = xla_moment(liveness)
+        estimate = estimate_allocation(liveness, self.backend)
         return MemoryResult(
             module_name=self.module.name, source=self.module.source, backend=self.backend,
             peak_bytes=sum(v.bytes for v in peak_values),
@@ -334,9 +351,9 @@ class _Builder:
             buffer_count=len(liveness.ranges),
             live_at_peak=sorted((self.row(v) for v in peak_values),
                                 key=lambda r: (-r.bytes, r.name)),
-            spaces=[self._space(n, t) for n, t in timelines.items()],
+            spaces=[self._space(n, t, estimate) for n, t in timelines.items()],
             timeline=self.timeline(live), scope_depth=self.scope_depth,
-            scope_prefix="/".join(self.scope_prefix), xla=xla,
+            scope_prefix="/".join(self.scope_prefix), xla=xla, allocation_estimate=estimate,
             phase_peaks=self.phase_peaks(live))
 
     def phase_peaks(self, live: list[int]) -> list[PhasePeak]:
@@ -385,16 +402,18 @@ class _Builder:
             path = path[len(self.scope_prefix):]
         return "/".join(path[:self.scope_depth])
 
-    def _space(self, number: int, live: list[int]) -> SpacePeak:
+    def _space(self, number: int, live: list[int], estimate: AllocationEstimate) -> SpacePeak:
         moment = peak_time(live)
         values = live_at(self.liveness, moment, keep=lambda v: v.memory_space == number)
         info = space_info(self.backend, number)
         sequence = self.liveness.program.sequence
+        estimated = estimate.space(number)
         return SpacePeak(
             memory_space=number, name=info.name, location=info.location.value,
             peak_bytes=live[moment], padded_peak_bytes=sum(v.padded_bytes for v in values),
             peak_time=moment,
-            peak_instruction=sequence[moment].name if moment < len(sequence) else "")
+            peak_instruction=sequence[moment].name if moment < len(sequence) else "",
+            estimated_allocation_bytes=None if estimated is None else estimated.allocation_bytes)
 
     def timeline(self, live: list[int]) -> list[TimelineStep]:
         return [self._step(step) for step in timeline(self.liveness.program, live)]

@@ -2,8 +2,9 @@
 
 The verdict compares a required figure with the capacity. The figure is XLA's own when its data
 gives one — the buffer assignment's device allocation (the default memory space: what libtpu
-compares with the usable HBM), else the compiler's OOM message — and the live peak otherwise,
-labelled an estimate. Everything is per device (one SPMD partition). The explanation is the live
+compares with the usable HBM), else the compiler's OOM message — and otherwise the allocation
+estimated from the HLO text (`memory/heap.py`: XLA's buffer assignment replayed), labelled an
+estimate. Everything is per device (one SPMD partition). The explanation is the live
 set at the peak (`memory`): its categories, its largest buffers grouped by layer, where in the
 step it happens, and sharding findings; remedies are predicted from it (`remedies.py`).
 """
@@ -154,6 +155,10 @@ def required_figure(result: MemoryResult, backend: str, log: CompileLog | None,
     stated = None if log is None else (log.compile_verdict or log.first("remat-warning"))
     if stated is not None and stated.required_bytes is not None:
         return Required(stated.required_bytes, f"the compiler's message ({stated.kind})", False)
+    if result.estimated_allocation_bytes is not None:
+        return Required(result.estimated_allocation_bytes, "allocation estimated from the HLO "
+                        "text (XLA's buffer assignment replayed: arguments + temporaries + "
+                        "outputs - aliased, with the heap's packing)", True)
     return Required(result.peak_bytes, "live peak from the HLO text (an estimate: XLA's "
                     "allocation adds packing and fragmentation)", True)
 
@@ -275,7 +280,7 @@ def _notes(diagnosis: OomDiagnosis, inputs: OomInputs) -> list[str]:
                  "partitions" if diagnosis.devices > 1 else "figures are per device")
     if diagnosis.required.estimate:
         notes.append("no XLA allocation or compiler message was found: the verdict is an "
-                     "estimate from the live peak (pass the dump folder for XLA's figure)")
+                     "estimate from the HLO text (pass the dump folder for XLA's figure)")
     if diagnosis.capacity is None:
         notes.append("no capacity known: pass --device NAME or --capacity SIZE for a verdict")
     elif diagnosis.capacity.note:

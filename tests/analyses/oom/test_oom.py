@@ -143,13 +143,19 @@ def test_gpu_compile_over_a_small_capacity() -> None:
     assert data["capacity_bytes"] == int(h100 * JAX_DEFAULT_GPU_MEMORY_FRACTION)
 
 
-def test_gpu_text_alone_is_judged_on_its_live_peak() -> None:
+def test_gpu_text_alone_is_judged_on_its_estimated_allocation() -> None:
+    """From the HLO text alone the verdict's figure is the allocation estimated from it (XLA's
+    buffer assignment replayed), within 2% of XLA's (memory_analysis(), in meta.json), and
+    above the live peak XLA's live-range dump gives."""
     hlo = next(GPU.glob("*gpu_after_optimizations.txt")).read_text()
+    allocated = json.loads((GPU / "meta.json").read_text())["memory"]["allocated_bytes"]
     live_range = next(GPU.glob("*-live-range.txt")).read_text()
     xla_peak = int(re.search(r"peak usage: ([\d ]+) bytes", live_range).group(1).replace(" ", ""))
     code, data = oom_json("-", "--capacity", "150MiB", stdin=hlo)
     assert code == 1 and data["peak_is_estimate"] is True
-    assert data["peak_bytes"] == xla_peak
+    assert abs(data["peak_bytes"] / allocated - 1) < 0.02
+    assert data["peak_bytes"] > xla_peak
+    assert "estimated" in data["peak_basis"]
     code, text = run("oom", "-", "--capacity", "150MiB", stdin=hlo)
     assert "estimate" in text
 

@@ -57,7 +57,7 @@ def shared_buffers(program: FlatProgram, values: list[Value], ranges: dict[int, 
     pinned = _pinned_buffers(program, values, buffers)
     alone = {v.id for v in values
              if sizes[buffers.find(v.id)] == 1 and buffers.find(v.id) not in pinned}
-    rules = _Rules(program.module)
+    rules = ShareRules(program.module)
     freed: set[int] = set()
     shares: list[Share] = []
     ordered = sorted((v for v in values if v.id in ranges), key=lambda v: (*ranges[v.id], v.id))
@@ -89,7 +89,7 @@ def _pinned_buffers(program: FlatProgram, values: list[Value], buffers: UnionFin
 
 def _operand_to_take(program: FlatProgram, value: Value, time: int,
                      ranges: dict[int, tuple[int, int]], alone: set[int], taken: set[int],
-                     rules: _Rules, value_at: ValueAt) -> Value | None:
+                     rules: ShareRules, value_at: ValueAt) -> Value | None:
     user = value.instruction
     operands = program.operands.get(user, [])
     for operand in operands:
@@ -102,7 +102,19 @@ def _operand_to_take(program: FlatProgram, value: Value, time: int,
     return None
 
 
-class _Rules:
+def can_take_operand(program: FlatProgram, rules: ShareRules, operand: Value,
+                     user: Value) -> bool:
+    """Whether `user` may be made in the buffer of `operand` where the operand's range ends and
+    the user's begins (BufferAssigner::LiveRangeInterferes' exception): the user is not a copy,
+    its instruction reads the operand's defining instruction, and
+    CanShareOperandBufferWithUser allows it."""
+    instruction = user.instruction
+    operands = program.operands.get(instruction, [])
+    return (instruction.opcode != "copy" and operand.instruction in operands
+            and rules.can_share(operand, instruction, user.index, operands))
+
+
+class ShareRules:
     """CanShareOperandBufferWithUser for one module, fused computations looked up once."""
 
     def __init__(self, module: HloModule) -> None:

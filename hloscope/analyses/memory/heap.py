@@ -1,0 +1,461 @@
+"""The allocation estimated from the HLO text alone: a replay of XLA's buffer assignment.
+
+XLA's BufferAssigner (xla/service/buffer_assignment.cc) turns the buffers of its alias analysis
+into allocations, and `memory_analysis()` sums them: arguments + temporaries + outputs -
+aliased. This module replays it on hloscope's liveness (`liveness/`), per memory space (XLA's
+buffer color is the layout's `S(n)`):
+
+1. **Own allocations.** A buffer holding a constant gets a constant allocation (outside the
+   sum); one holding an entry parameter an argument allocation (aliased when an output is
+   donated into it, so counted once); one that lives out of the entry (a value at the entry
+   root) an output allocation, unless it fits an earlier one (below).
+2. **Reuse before the heap** (AssignSingleHloBuffer, MaybeAssignBuffer). Buffers are visited by
+   size (largest first), live-out ones first at equal size, then by schedule position. A
+   temporary, or a live-out buffer of exactly the allocation's size, may move into the
+   allocation of an operand or of a donated argument / output whose values are never live at
+   the same time (ranges meeting at one time only where the later value may take the earlier
+   one's buffer, `sharing.py`'s rules; a `copy` never joins its operand). Tuple-shaped buffers
+   stay for the heap (the fixtures' while-loop tuples are all in XLA's temporary allocation).
+3. **The heap** (HeapSimulator::RunComputation, GlobalDecreasingSizeBestFitHeap). The rest are
+   temporaries, packed into one allocation per memory space. The values are replayed in
+   time order as allocation events (a value that takes a dying operand's buffer, or joins a
+   buffer already placed, is *colocated* with it); then each placed buffer, in decreasing size
+   (spatial) or decreasing lifetime (temporal) order, takes the smallest free gap among the
+   chunks placed over its own and its colocations' event times (best fit, ties at the lowest
+   offset; each chunk's end rounded up to the alignment), else goes above them. XLA keeps the
+   smaller of the two orders' heaps (ChooseBestHeapAlgorithm); so does this.
+
+Per backend: sizes are unpadded (ShapeUtil::ByteSizeOf, a tuple its pointer table) on CPU and
+GPU, tiled (`padded_bytes`) and rounded up to 512 bytes on TPU; the heap's alignment is the one
+the dumps' offsets show (`ALIGNMENT`). The estimate ignores what XLA does only in its backends:
+XLA:GPU's may-alias fusion hints, and libtpu's own HBM heap placement (given exactly its heap
+values and sizes, this packing comes out 3.7% smaller on the committed TPU fixture) and the
+scratch its code generation adds to memory_analysis().
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from hloscope.analyses.memory.liveness import Liveness
+from hloscope.analyses.memory.liveness.sharing import ShareRules, can_take_operand
+from hloscope.analyses.memory.liveness.values import Value
+from hloscope.model.instruction import Instruction
+
+# Heap chunk alignment per backend, from the offsets of every preallocated-temp allocation in
+# the committed fixtures' buffer assignments (XLA: BufferAssigner's color_alignment; CPU
+# cpu_function_runtime::MinAlign() = 64, GPU kXlaAllocatedBufferAlignBytes = 256 in the XLA
+# of jax 0.10.2). TPU: libtpu's HBM heap offsets are multiples of 16 KiB in the fixtures'
+# dumps, but libtpu assigns them itself; 512 bytes is its allocation granularity (DESIGN.md).
+ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": 512}
+_DEFAULT_ALIGNMENT = 64
+
+SizeOf = Callable[[Value], int]
+# libtpu sizes every buffer in whole tiles, rounded up to 512 bytes: on the committed TPU
+# fixtures each HBM heap value's size in the buffer assignment equals this, tuples included.
+TPU_GRANULARITY = 512
+
+
+def _tpu_size(value: Value) -> int:
+    return -(-value.padded_bytes // TPU_GRANULARITY) * TPU_GRANULARITY
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceAllocationEstimate:
+    """The estimated allocation of one memory space S(n), as memory_analysis() adds it up.
+
+    `temp_bytes` is the heap's size; `reused_bytes` the temporaries (and outputs) placed in an
+    argument's or an output's allocation instead (not counted again); constants are outside
+    the allocation, as in memory_analysis()."""
+
+    memory_space: int
+    argument_bytes: int
+    output_bytes: int
+    alias_bytes: int
+    temp_bytes: int
+    constant_bytes: int
+    reused_bytes: int
+
+    @property
+    def allocation_bytes(self) -> int:
+        """arguments + temporaries + outputs - aliased (constants not counted)."""
+        return self.argument_bytes + self.temp_bytes + self.output_bytes - self.alias_bytes
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["allocation_bytes"] = self.allocation_bytes
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationEstimate:
+    """XLA's allocation, estimated from the text: one entry per memory space present."""
+
+    backend: str
+    alignment: int
+    spaces: tuple[SpaceAllocationEstimate, ...]
+
+    def space(self, number: int) -> SpaceAllocationEstimate | None:
+        return next((s for s in self.spaces if s.memory_space == number), None)
+
+    def total(self, keep: Callable[[int], bool] = lambda _: True) -> int:
+        return sum(s.allocation_bytes for s in self.spaces if keep(s.memory_space))
+
+    def to_dict(self) -> dict:
+        return {"backend": self.backend, "alignment": self.alignment,
+                "spaces": [s.to_dict() for s in self.spaces]}
+
+
+def estimate_allocation(liveness: Liveness, backend: str) -> AllocationEstimate:
+    """XLA's buffer assignment replayed on `liveness` (see the module docstring)."""
+    alignment = ALIGNMENT.get(backend, _DEFAULT_ALIGNMENT)
+    size_of: SizeOf = _tpu_size if backend == "tpu" else (lambda v: v.bytes)
+    assigner = _Assigner(liveness, size_of)
+    assigner.run()
+    spaces = []
+    for space in sorted({b.space for b in assigner.buffers}):
+        heap_values = [v for b in assigner.buffers if b.space == space and b.kind == _HEAP
+                       for v in b.values]
+        temp = heap_size(liveness, heap_values, assigner.buffer_of, alignment, size_of)
+        spaces.append(assigner.space_figures(space, temp))
+    return AllocationEstimate(backend, alignment, tuple(spaces))
+
+
+# --- 1 and 2: the buffer assigner --------------------------------------------------------------
+_CONSTANT, _ARGUMENT, _OUTPUT, _REUSED, _HEAP = "constant", "argument", "output", "reused", "heap"
+
+
+@dataclass(slots=True, eq=False)
+class _Buffer:
+    """One buffer of XLA's alias analysis: values that share one address."""
+
+    values: list[Value]
+    size: int
+    space: int
+    live_out: bool
+    order: int
+    kind: str = _HEAP
+
+
+@dataclass(slots=True, eq=False)
+class _Allocation:
+    size: int
+    space: int
+    live_out: bool
+    readonly: bool
+    buffers: list[_Buffer] = field(default_factory=list)
+    spans: list[tuple[int, int, Value]] = field(default_factory=list)  # sorted by start
+
+
+class _Assigner:
+    def __init__(self, liveness: Liveness, size_of: SizeOf) -> None:
+        self.liveness = liveness
+        self.size_of = size_of
+        program = liveness.program
+        self.entry, self.root = program.root, program.root.root
+        self.buffers = self._buffers()
+        self.buffer_of = {v.id: b for b in self.buffers for v in b.values}
+        self.allocations: list[_Allocation] = []
+        self.allocation_of: dict[int, _Allocation] = {}  # buffer id() -> allocation
+        self.reusable: list[_Allocation] = []  # XLA's allocation_indices, in creation order
+        self.rules = ShareRules(program.module)
+        self._top_level: dict[Instruction, list[Value]] | None = None
+
+    def _buffers(self) -> list[_Buffer]:
+        liveness = self.liveness
+        groups: dict[int, list[Value]] = defaultdict(list)
+        for value in liveness.live_values():
+            groups[liveness.buffers.find(value.id)].append(value)
+        order = _post_order_positions(liveness)
+        found = []
+        for members in groups.values():
+            live_out = any(p is self.root for v in members for p, _ in v.positions)
+            found.append(_Buffer(members, max(self.size_of(v) for v in members),
+                                 members[0].memory_space, live_out,
+                                 min(order[v.instruction] for v in members)))
+        # BufferAssigner's order: size (decreasing), live-out first, position in the program.
+        found.sort(key=lambda b: (-b.size, not b.live_out, b.order))
+        return found
+
+    def run(self) -> None:
+        for buffer in self.buffers:
+            self._assign(buffer)
+
+    def _assign(self, buffer: _Buffer) -> None:
+        if any(v.instruction.opcode == "constant" for v in buffer.values):
+            buffer.kind = _CONSTANT
+            self._new(buffer, readonly=True)
+            return
+        parameter = self._entry_parameter(buffer)
+        if parameter is not None:
+            buffer.kind = _ARGUMENT
+            aliased = buffer.live_out
+            allocation = self._new(buffer, readonly=not aliased)
+            if aliased:
+                self.reusable.append(allocation)
+            return
+        tuple_shaped = any(v.shape.is_tuple for v in buffer.values)
+        if not tuple_shaped and self._reuse(buffer):
+            buffer.kind = _REUSED
+            return
+        if buffer.live_out:
+            buffer.kind = _OUTPUT
+            self.reusable.append(self._new(buffer, readonly=False))
+
+    def _entry_parameter(self, buffer: _Buffer) -> Value | None:
+        computation_of = self.liveness.program.computation_of
+        return next((v for v in buffer.values if v.instruction.opcode == "parameter"
+                     and computation_of[v.instruction] is self.entry), None)
+
+    def _new(self, buffer: _Buffer, readonly: bool) -> _Allocation:
+        allocation = _Allocation(buffer.size, buffer.space, buffer.live_out, readonly)
+        self.allocations.append(allocation)
+        self._add(allocation, buffer)
+        return allocation
+
+    def _add(self, allocation: _Allocation, buffer: _Buffer) -> None:
+        ranges = self.liveness.ranges
+        allocation.buffers.append(buffer)
+        allocation.live_out |= buffer.live_out
+        for value in buffer.values:
+            start, end = ranges[value.id]
+            allocation.spans.insert(bisect_left(allocation.spans, (start, -1)),
+                                    (start, end, value))
+        self.allocation_of[id(buffer)] = allocation
+
+    def _reuse(self, buffer: _Buffer) -> bool:
+        """Try the operands' allocations, then the reusable ones from the smallest."""
+        candidates: list[_Allocation] = []
+        for value in buffer.values:
+            if value.index or value.shape.is_tuple:
+                continue
+            for operand in self.liveness.program.operands.get(value.instruction, ()):
+                for position_value in self._values_at(operand):
+                    allocation = self.allocation_of.get(id(self.buffer_of[position_value.id]))
+                    if allocation is not None and allocation not in candidates:
+                        candidates.append(allocation)
+        candidates += [a for a in reversed(self.reusable) if a not in candidates]
+        for allocation in candidates:
+            if self._fits(allocation, buffer):
+                self._add(allocation, buffer)
+                return True
+        return False
+
+    def _values_at(self, instruction: Instruction) -> list[Value]:
+        """Values at the top-level position of `instruction` (its own or the one it forwards)."""
+        if self._top_level is None:
+            self._top_level = defaultdict(list)
+            for value in self.liveness.live_values():
+                for position, index in value.positions:
+                    if not index:
+                        self._top_level[position].append(value)
+        return self._top_level.get(instruction, [])
+
+    def _fits(self, allocation: _Allocation, buffer: _Buffer) -> bool:
+        """MaybeAssignBuffer."""
+        if allocation.space != buffer.space or buffer.size > allocation.size \
+                or allocation.readonly:
+            return False
+        if buffer.live_out and allocation.size != buffer.size:
+            return False
+        ranges = self.liveness.ranges
+        for value in buffer.values:
+            start, end = ranges[value.id]
+            for other_start, other_end, other in allocation.spans:
+                if other_start > end:
+                    break
+                if other_end < start:
+                    continue
+                if not self._touch_and_share(value, (start, end), other,
+                                             (other_start, other_end)):
+                    return False
+                if value.instruction.opcode == "copy" and any(
+                        p in self.liveness.program.operands.get(value.instruction, ())
+                        for p, _ in other.positions):
+                    return False
+        return True
+
+    def _touch_and_share(self, value: Value, span: tuple[int, int], other: Value,
+                         other_span: tuple[int, int]) -> bool:
+        """LiveRangeInterferes is false: the ranges meet at one time, where the later value may
+        take the earlier one's buffer."""
+        if other_span[1] == span[0]:
+            return can_take_operand(self.liveness.program, self.rules, other, value)
+        if span[1] == other_span[0]:
+            return can_take_operand(self.liveness.program, self.rules, value, other)
+        return False
+
+    def space_figures(self, space: int, temp: int) -> SpaceAllocationEstimate:
+        chosen = [a for a in self.allocations if a.space == space]
+        arguments = [a for a in chosen if any(b.kind == _ARGUMENT for b in a.buffers)]
+        constants = [a for a in chosen if any(b.kind == _CONSTANT for b in a.buffers)]
+        outputs = [a for a in chosen if a.live_out and a not in constants]
+        aliased = [a for a in arguments if a.live_out]
+        reused = sum(b.size for a in chosen for b in a.buffers if b.kind == _REUSED)
+        return SpaceAllocationEstimate(
+            memory_space=space, argument_bytes=sum(a.size for a in arguments),
+            output_bytes=sum(a.size for a in outputs), alias_bytes=sum(a.size for a in aliased),
+            temp_bytes=temp, constant_bytes=sum(a.size for a in constants),
+            reused_bytes=reused)
+
+
+def _post_order_positions(liveness: Liveness) -> dict:
+    """An instruction's place in BufferAssigner's tie-break order: computations callers first
+    (the entry, then those it runs, as the flattened schedule first reaches them), instructions
+    in schedule order within each (XLA uses a post order; both follow operands)."""
+    program = liveness.program
+    rank: dict[str, int] = {program.root.name: 0}
+    for instruction in program.sequence:
+        name = program.computation_of[instruction].name
+        rank.setdefault(name, len(rank))
+    positions = {}
+    for instruction in program.sequence:
+        computation = program.computation_of[instruction].name
+        positions[instruction] = (rank[computation], program.time[instruction])
+    return positions
+
+
+# --- 3: the heap simulator ---------------------------------------------------------------------
+@dataclass(slots=True)
+class _Interval:
+    """A placed buffer of the heap: its own event times and its colocations'."""
+
+    value: Value
+    size: int
+    start: int
+    end: int = -1
+    colocations: list[_Interval] = field(default_factory=list)
+    placed: bool = True
+
+
+def heap_size(liveness: Liveness, values: list[Value], buffer_of: dict, alignment: int,
+              size_of: SizeOf) -> int:
+    """The size of the temporary allocation XLA's heap simulator builds for `values`."""
+    if not values:
+        return 0
+    intervals = _replay(liveness, values, buffer_of)
+    sizes = {id(i): buffer_of[i.value.id].size for i in intervals}
+    for interval in intervals:
+        interval.size = sizes[id(interval)]
+    placed = [i for i in intervals if i.placed and i.size > 0]
+    spatial = sorted(placed, key=lambda i: (-i.size, i.start - i.end, i.value.id))
+    temporal = sorted(placed, key=lambda i: (_span(i)[0] - _span(i)[1], -i.size, i.value.id))
+    return min(_pack(spatial, alignment), _pack(temporal, alignment))
+
+
+def _replay(liveness: Liveness, values: list[Value], buffer_of: dict) -> list[_Interval]:
+    """HeapSimulator::RunComputation: Alloc / ShareWith / Free events in time order."""
+    ranges = liveness.ranges
+    chosen = {v.id for v in values}
+    takes = {output: operand for operand, output in liveness.shares
+             if operand in chosen and output in chosen}
+    ordered = sorted(values, key=lambda v: (*ranges[v.id], v.id))
+    defined: dict[int, list[Value]] = defaultdict(list)
+    freed: dict[int, list[Value]] = defaultdict(list)
+    for value in ordered:
+        defined[ranges[value.id][0]].append(value)
+        freed[ranges[value.id][1]].append(value)
+    clock = 0
+    intervals: dict[int, _Interval] = {}
+    first_in_buffer: dict[int, _Interval] = {}
+    by_id = {v.id: v for v in values}
+    for time in sorted(set(defined) | set(freed)):
+        to_free = freed.get(time, [])
+        for value in defined.get(time, ()):
+            buffer = id(buffer_of[value.id])
+            interval = _Interval(value, 0, clock)
+            operand = takes.get(value.id)
+            if buffer in first_in_buffer:
+                interval.placed = False
+                first_in_buffer[buffer].colocations.append(interval)
+            elif operand is not None and by_id[operand] in to_free:
+                intervals[operand].end = clock
+                clock += 1
+                to_free.remove(by_id[operand])
+                interval.start = clock
+                interval.placed = False
+                intervals[operand].colocations.append(interval)
+                first_in_buffer[buffer] = interval
+            else:
+                first_in_buffer[buffer] = interval
+            intervals[value.id] = interval
+            clock += 1
+        for value in to_free:
+            intervals[value.id].end = clock
+            clock += 1
+    return list(intervals.values())
+
+
+def _colocated(interval: _Interval) -> list[_Interval]:
+    found, stack = [], list(interval.colocations)
+    while stack:
+        item = stack.pop()
+        found.append(item)
+        stack.extend(item.colocations)
+    return found
+
+
+def _span(interval: _Interval) -> tuple[int, int]:
+    members = [interval, *_colocated(interval)]
+    return min(m.start for m in members), max(m.end for m in members)
+
+
+def _pack(order: list[_Interval], alignment: int) -> int:
+    """GlobalDecreasingSizeBestFitHeap::Finish for one order; returns the heap size."""
+    capacity = 2 * sum(len(_colocated(i)) + 1 for i in order) + 1
+    starts = np.empty(capacity, dtype=np.int64)
+    ends = np.empty(capacity, dtype=np.int64)
+    offsets = np.empty(capacity, dtype=np.int64)
+    sizes = np.empty(capacity, dtype=np.int64)
+    count, heap = 0, 0
+    for interval in order:
+        members = [interval, *_colocated(interval)]
+        size = max(m.size for m in members)
+        used = np.zeros(count, dtype=bool)
+        for member in members:
+            used |= (starts[:count] <= member.end) & (ends[:count] >= member.start)
+        offset = _best_fit(offsets[:count][used], sizes[:count][used], size, alignment)
+        heap = max(heap, offset + size)
+        for member in members:
+            starts[count], ends[count] = member.start, member.end
+            offsets[count], sizes[count] = offset, size
+            count += 1
+    return heap
+
+
+def _best_fit(offsets: np.ndarray, sizes: np.ndarray, size: int, alignment: int) -> int:
+    """The offset FindUnslicedChunkCandidates picks among the free gaps left by the used chunks."""
+    if not len(offsets):
+        return 0
+    order = np.argsort(offsets, kind="stable")
+    gaps: list[tuple[int, int]] = []
+    free_start = 0
+    current_offset, current_end = int(offsets[order[0]]), int(offsets[order[0]] + sizes[order[0]])
+    for k in order[1:]:
+        offset, end = int(offsets[k]), int(offsets[k] + sizes[k])
+        if offset < current_end:
+            current_end = max(current_end, end)
+            continue
+        if current_offset - free_start >= size:
+            gaps.append((free_start, current_offset))
+        free_start = max(free_start, _aligned(current_end, alignment))
+        current_offset, current_end = offset, end
+    if current_offset - free_start >= size:
+        gaps.append((free_start, current_offset))
+    tail = max(free_start, _aligned(current_end, alignment))
+    best, best_size = -1, 0
+    for start, end in gaps:
+        aligned = _aligned(start, alignment)
+        if end - size < aligned:
+            continue
+        if best < 0 or end - start < best_size:
+            best, best_size = aligned, end - start
+    return best if best >= 0 else _aligned(tail, alignment)
+
+
+def _aligned(offset: int, alignment: int) -> int:
+    return -(-offset // alignment) * alignment

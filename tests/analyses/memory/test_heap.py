@@ -1,0 +1,134 @@
+"""The allocation estimated from the HLO text (`heap.py`) against XLA's own and hand-built cases.
+
+On every committed CPU and GPU fixture the estimate, made from the after-optimizations text
+alone, is within 2% of the allocation JAX's `memory_analysis()` reported for the compile
+(arguments + temporaries + outputs - aliased, in meta.json); measured: CPU -1.37% (the scanned
+step), -0.001% and +0.03%, GPU -0.007% and +0.63%. Its parts are XLA's: the argument, output and
+aliased bytes equal the buffer assignment's to the byte. The generated CPU programs are checked
+in test_memory_programs.py. On TPU the estimate is measured, not matched (see the last test).
+
+The hand-built modules check the heap simulator's packing rules with closed forms.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+import hloscope
+from hloscope.analyses.memory.analysis import memory
+from hloscope.analyses.memory.heap import estimate_allocation
+from hloscope.analyses.memory.liveness import analyze_liveness
+from hloscope.parsers.text import parse_text
+from hloscope.parsers.xla_memory import find_memory_artifacts, space_allocations
+
+FOLDERS = sorted(p.parent for p in FIXTURES.glob("*/*/meta.json")
+                 if p.parent.parent.name == "cpu" or p.parent.parent.name.startswith("gpu"))
+TOLERANCE = 0.02
+
+
+def _id(folder: Path) -> str:
+    return f"{folder.parent.name}/{folder.name}"
+
+
+def _text_only(folder: Path):
+    """The module read from its text alone (a copy outside the dump folder)."""
+    path = next(folder.glob("*after_optimizations.txt"))
+    return parse_text(path.read_text(), source=path.name)[0]
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=_id)
+def test_estimate_is_within_two_percent_of_memory_analysis(folder: Path) -> None:
+    allocated = json.loads((folder / "meta.json").read_text())["memory"]["allocated_bytes"]
+    result = memory(_text_only(folder))
+    assert result.xla is None
+    assert abs(result.estimated_allocation_bytes / allocated - 1) < TOLERANCE
+    assert result.estimated_allocation_bytes >= result.peak_bytes * 0.99
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=_id)
+def test_own_allocations_are_xlas(folder: Path) -> None:
+    """Arguments, outputs and aliased bytes per memory space equal the buffer assignment's."""
+    module = hloscope.load(folder)
+    assignment = find_memory_artifacts(folder, module.name).read_buffer_assignment()
+    xla = {s.color: s for s in space_allocations(assignment)}
+    estimate = estimate_allocation(analyze_liveness(module), "gpu" if "gpu" in str(folder)
+                                   else "cpu")
+    for space in estimate.spaces:
+        found = xla[space.memory_space]
+        assert (space.argument_bytes, space.output_bytes, space.alias_bytes) == (
+            found.argument_bytes, found.output_bytes, found.alias_bytes)
+
+
+_HEADER = "HloModule m, is_scheduled=true, entry_computation_layout={(f32[64]{0})->f32[]}\n\n"
+_ADD = ("add (a: f32[], b: f32[]) -> f32[] {\n a = f32[] parameter(0)\n"
+        " b = f32[] parameter(1)\n ROOT s = f32[] add(a, b)\n}\n\n")
+
+
+def _estimate(body: str, backend: str = "cpu"):
+    text = _HEADER + _ADD + "ENTRY e (p: f32[64]) -> f32[] {\n" + body + "}\n"
+    module = parse_text(text, source="t.hlo")[0]
+    return estimate_allocation(analyze_liveness(module), backend).space(0)
+
+
+def test_temporaries_that_overlap_are_stacked_with_alignment() -> None:
+    """x (256 B) and y (100 B) are live at once: y sits at offset 256, the heap is 356 bytes.
+    The argument (256) and the scalar output o (4) have allocations of their own; r, which o
+    may overwrite where r dies, moves into o's allocation before the heap is packed
+    (BufferAssigner's reuse), and q, made after x died, takes x's freed place (best fit)."""
+    body = (" p = f32[64]{0} parameter(0)\n"
+            " x = f32[64]{0} exponential(p)\n"
+            " y = f32[25]{0} slice(x), slice={[0:25]}\n"
+            " c = f32[] constant(0)\n"
+            " r = f32[] reduce(x, c), dimensions={0}, to_apply=add\n"
+            " q = f32[] reduce(y, c), dimensions={0}, to_apply=add\n"
+            " ROOT o = f32[] add(r, q)\n")
+    space = _estimate(body)
+    assert (space.argument_bytes, space.output_bytes, space.temp_bytes) == (256, 4, 256 + 100)
+    assert (space.constant_bytes, space.reused_bytes) == (4, 4)
+    assert space.allocation_bytes == 256 + 4 + 356
+
+
+def test_a_freed_gap_is_reused_best_fit() -> None:
+    """x (256 B) dies before z (128 B) is made: z takes x's place, the heap stays 256 bytes
+    (r, the scalar between them, moves into the output's allocation, which it never overlaps)."""
+    body = (" p = f32[64]{0} parameter(0)\n"
+            " x = f32[64]{0} exponential(p)\n"
+            " c = f32[] constant(0)\n"
+            " r = f32[] reduce(x, c), dimensions={0}, to_apply=add\n"
+            " z = f32[32]{0} broadcast(r), dimensions={}\n"
+            " ROOT q = f32[] reduce(z, c), dimensions={0}, to_apply=add\n")
+    space = _estimate(body)
+    assert (space.temp_bytes, space.reused_bytes) == (256, 4)
+
+
+def test_tpu_estimate_against_libtpu() -> None:
+    """Measured, not matched: on TPU the estimate of HBM (S(0)) is below libtpu's
+    memory_analysis() by 6.7% (remat-none) and 14.8% (remat-full). Its arguments and aliased
+    bytes are libtpu's; the gap is in the temporaries: libtpu's buffer assignment packs more
+    into HBM than the HLO's S(0) values need (its own heap, after memory-space assignment), and
+    memory_analysis() adds what its code generation reserves on top."""
+    for name, low, high in (("remat-none", -0.07, -0.06), ("remat-full", -0.15, -0.14)):
+        folder = FIXTURES / "tpu-v5e-2x2" / name
+        figures = json.loads((folder / "meta.json").read_text())["memory"]
+        result = memory(_text_only(folder), backend="tpu")
+        space = result.allocation_estimate.space(0)
+        assert space.argument_bytes == figures["argument_bytes"]
+        assert space.alias_bytes == figures["alias_bytes"]
+        assert low < result.estimated_allocation_bytes / figures["allocated_bytes"] - 1 < high
+
+
+@pytest.mark.parametrize("backend, heap", [("cpu", 128 + 100), ("gpu", 256 + 100)])
+def test_chunks_start_at_the_backends_alignment(backend: str, heap: int) -> None:
+    """Two 100-byte slices live at once: the second starts at the first's end rounded up to the
+    alignment (CPU 64 bytes, GPU 256). Their sum e is made in s1's buffer (an elementwise add
+    where s1 dies), so it needs no third chunk."""
+    body = (" p = f32[64]{0} parameter(0)\n"
+            " s1 = f32[25]{0} slice(p), slice={[0:25]}\n"
+            " s2 = f32[25]{0} slice(p), slice={[25:50]}\n"
+            " e = f32[25]{0} add(s1, s2)\n"
+            " c = f32[] constant(0)\n"
+            " ROOT r = f32[] reduce(e, c), dimensions={0}, to_apply=add\n")
+    assert _estimate(body, backend).temp_bytes == heap
