@@ -112,6 +112,8 @@ class OomDiagnosis(DataFrames):
             "remedies": [r.to_dict() for r in self.remedies],
             "analytic": None if self.analytic is None else self.analytic.to_dict(),
             "measured_saved_per_layer_bytes": self.measured_saved_per_layer,
+            "layer_working_set": None if self.memory.layer_working_set is None
+            else self.memory.layer_working_set.to_dict(),
             "log": None if self.log is None else self.log.to_dict(),
             "notes": self.notes,
         }

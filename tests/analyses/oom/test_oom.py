@@ -255,3 +255,17 @@ def test_recompute_level_closed_forms_equal_jax_residuals(model: str, overrides:
     per_batch = [aval for aval, _ in saved if aval.ndim >= 2 and aval.shape[0] == config.batch]
     assert sum(a.size * a.dtype.itemsize for a in per_batch) == \
         activation_bytes(config, config.batch, policy)
+
+
+def test_layer_working_set_holds_the_recomputed_scores_and_their_gradient() -> None:
+    """The committed OOM (tiny, 4 scanned layers, b = 32, s = 2048, 4 heads, no remat): at the
+    start of a layer's backward the body still reads all of that layer's residuals, among them
+    its f32 and bf16 [b, heads, s, s] attention scores (b·heads·s²·(4 + 2) bytes), while the
+    bf16 gradient of the scores (b·heads·s²·2) is a temporary."""
+    result = CliRunner().invoke(cli, ["oom", str(OOM), "--format", "json"])
+    data = json.loads(result.output)
+    working = data["layer_working_set"]
+    scores = 32 * 4 * 2048 * 2048
+    assert working["in_flight_saved_bytes"] >= scores * (4 + 2)
+    assert working["in_flight_saved_bytes"] <= data["measured_saved_per_layer_bytes"]
+    assert working["temporary_bytes"] >= scores * 2
