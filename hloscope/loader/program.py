@@ -4,6 +4,7 @@
     program.module                               # the HloModule
     program.backend, program.target              # "tpu", "tpu:v5e:2x2" (None when unknown)
     program.build, program.capture               # a build manifest / from_jax record beside it
+    program.compile_record                       # the build's record of this module's compile
     program.live_range, program.buffer_assignment  # XLA's memory files of that module
     program.compile_log                          # the compiler's messages, when known
 
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from hloscope.formats.build import BuildFolder, find_build, is_build_folder, read_build
 from hloscope.formats.capture import CaptureInfo, find_capture
+from hloscope.formats.compile_record import CompileResult
 from hloscope.loader.backend import detect_backend
 from hloscope.loader.hlo_input import load_input
 from hloscope.model.module import HloModule
@@ -77,6 +79,19 @@ class Program:
         """The build folder the input names itself; InputError when its manifest is bad."""
         folder = self._given_folder
         return read_build(folder) if folder is not None and is_build_folder(folder) else None
+
+    @cached_property
+    def compile_record(self) -> CompileResult | None:
+        """What the build recorded of compiling this module (`memory_analysis()`,
+        `cost_analysis()`, the verdict): only when the module is the build's main one, the one
+        its record is of; None otherwise, and when the manifest's record cannot be read."""
+        build, path = self.build, self.hlo_path
+        if build is None or path is None or path not in (build.dump_module, build.hlo_path):
+            return None
+        try:
+            return build.result
+        except (KeyError, TypeError):
+            return None
 
     @cached_property
     def capture(self) -> CaptureInfo | None:

@@ -7,6 +7,7 @@ timeline (live bytes at each top-level instruction); JSON the whole result.
 from __future__ import annotations
 
 from hloscope.analyses.memory.analysis import BufferRow, Group, MemoryResult, TimelineStep
+from hloscope.analyses.memory.story import MemoryStory
 from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.units import format_bytes
 
@@ -18,7 +19,8 @@ def memory_report(result: MemoryResult, by: str = "category", top: int | None = 
                   timeline_first: bool = False) -> Report:
     """`timeline_first` puts the timeline first (the table CSV writes) and leaves out the rest."""
     tables = [timeline_table(result.timeline)] if timeline_first else [
-        group_table(result, by), live_table(result.live_at_peak, top)]
+        *_story_tables(result.story), group_table(result, by),
+        live_table(result.live_at_peak, top)]
     return Report(
         name="memory",
         title=f"Memory of {result.module_name}",
@@ -29,79 +31,92 @@ def memory_report(result: MemoryResult, by: str = "category", top: int | None = 
     )
 
 
+def _story_tables(story: MemoryStory) -> list[Table]:
+    """The per-space table when there is more than one space or XLA's figures are at hand (a
+    lone space's figures are all in the summary otherwise), and the differences."""
+    tables = []
+    if len(story.spaces) > 1 or any(s.memory_space for s in story.spaces):
+        tables.append(spaces_table(story))
+    if story.differences:
+        tables.append(differences_table(story))
+    return tables
+
+
 def _summary(result: MemoryResult) -> list:
     summary: list = [
         ("source", result.source),
         ("backend", result.backend),
-        ("live peak", Quantity(result.peak_bytes, "bytes")),
     ]
+    story = result.story
+    apart = [row for row in story.spaces if row.location != "device"]
+    if apart:
+        summary.append(("device figures count", _device_spaces(story)))
+    summary.append(("live peak", Quantity(result.peak_bytes, "bytes")))
     if result.padded_peak_bytes != result.peak_bytes:
         summary.append(("live peak, tile-padded", Quantity(result.padded_peak_bytes, "bytes")))
     if result.estimated_allocation_bytes is not None:
         summary.append(("estimated allocation", Quantity(result.estimated_allocation_bytes,
                                                          "bytes")))
+    summary += _xla_lines(result)
     summary += [
         ("peak at", f"t={result.peak_time} {result.peak_instruction} ({result.peak_phase})"),
         ("peak op_name", result.peak_op_name or "(none)"),
+        ("buffers", Quantity(result.buffer_count, "int")),
     ]
-    summary += _space_lines(result)
-    summary += _xla_lines(result)
-    summary.append(("buffers", Quantity(result.buffer_count, "int")))
     return summary
 
 
-def _space_lines(result: MemoryResult) -> list:
-    if len(result.spaces) < 2 and all(s.memory_space == 0 for s in result.spaces):
-        return []
-    return _spaces_shown(result)
-
-
-def _spaces_shown(result: MemoryResult) -> list:
-    allocated = result.xla.allocation_by_space if result.xla else {}
-    lines: list = []
-    for space in result.spaces:
-        label = f"S({space.memory_space}) {space.name} ({space.location})"
-        value: object = Quantity(space.peak_bytes, "bytes")
-        estimated = space.estimated_allocation_bytes
-        if estimated is not None:
-            value = f"{format_bytes(space.peak_bytes)} live, estimated {format_bytes(estimated)}"
-        if space.memory_space in allocated:
-            value = (f"{value if estimated is not None else format_bytes(space.peak_bytes)}"
-                     f"{' live' if estimated is None else ''}, XLA allocates "
-                     f"{format_bytes(allocated[space.memory_space])}")
-        lines.append((label, value))
-    if result.all_spaces_peak_bytes != result.peak_bytes:
-        lines.append(("all spaces at once", Quantity(result.all_spaces_peak_bytes, "bytes")))
-    return lines
+def _device_spaces(story: MemoryStory) -> str:
+    device = [r.label for r in story.spaces
+              if r.location == "device" and r.memory_space is not None]
+    apart = [r.label for r in story.spaces if r.location != "device"]
+    return f"{', '.join(device)} ({', '.join(apart)} apart)"
 
 
 def _xla_lines(result: MemoryResult) -> list:
+    """XLA's figures, each named for what it is: the buffer assignment's allocation,
+    memory_analysis() (or why it is not at hand), and the live-range dump's chosen moment."""
     xla = result.xla
     if xla is None:
         return []
-    lines = []
-    if xla.live_peak_bytes is not None:
-        lines.append(("XLA live-range peak", f"{format_bytes(xla.live_peak_bytes)} at "
-                      f"t={xla.live_peak_time}"))
-        mixed = result.all_spaces_peak_bytes != result.peak_bytes
-        label = "  all-spaces live peak - XLA's" if mixed else "  live peak - XLA's"
-        lines.append((label, _difference(result.all_spaces_peak_bytes, xla.live_peak_bytes)))
-        lines.append(("  ours at XLA's moment - XLA's",
-                      _difference(result.xla_moment_bytes, xla.live_peak_bytes)))
+    lines: list = []
     if xla.allocation_bytes is not None:
-        lines.append(("XLA allocation (device)", Quantity(xla.allocation_bytes, "bytes")))
-        lines.append(("  live peak - allocation",
-                      _difference(result.peak_bytes, xla.allocation_bytes)))
-        if result.estimated_allocation_bytes is not None:
-            lines.append(("  estimated - allocation",
-                          _difference(result.estimated_allocation_bytes, xla.allocation_bytes)))
+        lines.append(("XLA allocation (buffer assignment)",
+                      Quantity(xla.allocation_bytes, "bytes")))
+    analysis = xla.memory_analysis_bytes
+    if analysis is None:
+        lines.append(("memory_analysis()", xla.memory_analysis_note.split(" (")[0]))
+    else:
+        whose = " (libtpu's, HBM only)" if result.backend == "tpu" else ""
+        lines.append(("memory_analysis()", f"{format_bytes(analysis)}{whose}"))
+    if xla.live_peak_bytes is not None:
+        spaces = "each value counted" if all(
+            s.location == "device" for s in result.story.spaces) else "all spaces, each value"
+        lines.append(("XLA live-range dump", f"{format_bytes(xla.live_peak_bytes)} at "
+                      f"t={xla.live_peak_time}: a moment XLA picks ({spaces}), not a peak"))
     return lines
 
 
-def _difference(ours: int, theirs: int) -> str:
-    delta = ours - theirs
-    share = f" ({delta / theirs:+.2%})" if theirs else ""
-    return f"{delta:+,} bytes{share}"
+def spaces_table(story: MemoryStory) -> Table:
+    """Each memory space's figures, device spaces first; XLA's columns when its data is at
+    hand."""
+    columns = [Column("label", "memory space"), Column("location", "location"),
+               Column("live_peak_bytes", "live peak", "bytes"),
+               Column("estimated_allocation_bytes", "estimated allocation", "bytes")]
+    if any(row.xla_allocation_bytes is not None for row in story.spaces):
+        columns.append(Column("xla_allocation_bytes", "XLA allocation", "bytes"))
+    if any(row.memory_analysis_bytes is not None for row in story.spaces):
+        columns.append(Column("memory_analysis_bytes", "memory_analysis()", "bytes"))
+    return Table("memory_spaces", "Per memory space", columns,
+                 [row.to_dict() for row in story.spaces])
+
+
+def differences_table(story: MemoryStory) -> Table:
+    columns = [Column("label", "difference"), Column("bytes", "bytes", "int"),
+               Column("share", "share", "int"), Column("reason", "why")]
+    rows = [{**d.to_dict(), "bytes": f"{d.bytes:+,}",
+             "share": "" if d.share is None else f"{d.share:+.2%}"} for d in story.differences]
+    return Table("differences", "Differences between device figures", columns, rows)
 
 
 def group_table(result: MemoryResult, by: str) -> Table:
@@ -157,11 +172,17 @@ def _notes(result: MemoryResult, timeline_first: bool) -> list[str]:
                      "(XLA's buffer assigner and heap simulator replayed on the live ranges; "
                      "within 2% on the tested CPU and GPU programs): pass the XLA dump folder "
                      "to see XLA's own beside it")
-    if result.xla_moment_bytes != result.all_spaces_peak_bytes:
-        notes.append(f"XLA's live-range dump reports its peak at t={result.xla_moment_time} "
-                     f"({result.xla_moment_bytes:,} bytes, all spaces): it picks the moment "
-                     "where the bytes live just before plus those made then are highest, and "
-                     "counts no buffer reuse, so its figure is not the highest point")
+    if result.xla is None and result.xla_moment_bytes != result.all_spaces_peak_bytes:
+        notes.append(f"XLA's live-range dump would name t={result.xla_moment_time} its peak "
+                     f"({result.xla_moment_bytes:,} bytes, all spaces): the moment where the "
+                     "bytes live just before plus those made then are highest, each value "
+                     "counted on its own (no sharing); not the highest point")
+    notes += result.story.notes
+    untested = [row.label for row in result.story.spaces if row.location != "device"
+                and row.estimated_allocation_bytes is not None]
+    if untested:
+        notes.append(f"the estimated allocation of {', '.join(untested)} is not checked "
+                     "against XLA's by any test (they compare device memory)")
     if result.scope_prefix:
         notes.append(f"scopes are shown below {result.scope_prefix}/ (shared by every op), "
                      f"to depth {result.scope_depth}; arguments by their pytree path")

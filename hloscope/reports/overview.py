@@ -36,8 +36,10 @@ def summary_report(item: ModuleOverview) -> Report:
          else item.memory_note),
     ]
     if memory is not None and memory.xla is not None:
-        summary += [("XLA live-range peak", Quantity(memory.xla.live_peak_bytes, "bytes")),
-                    ("XLA allocation (device)", Quantity(memory.xla.allocation_bytes, "bytes"))]
+        summary += [("XLA live-range dump (a moment it picks, all spaces)",
+                     Quantity(memory.xla.live_peak_bytes, "bytes")),
+                    ("XLA allocation (buffer assignment)",
+                     Quantity(memory.xla.allocation_bytes, "bytes"))]
     summary += [("recomputed instructions (jax / XLA pass)",
                  f"{remat.remat_instructions} / {remat.xla_remat_instructions}"),
                 ("recompute overhead", Quantity(remat.recompute_overhead, "percent"))]

@@ -16,7 +16,7 @@ from hloscope.analyses.summary.inspect import InspectResult
 from hloscope.frames import register_tables
 from hloscope.reports.flops import breakdown_table
 from hloscope.reports.inspect import inspect_report
-from hloscope.reports.memory import group_table, live_table, timeline_table
+from hloscope.reports.memory import group_table, live_table, spaces_table, timeline_table
 from hloscope.reports.report import Column, Table
 
 
@@ -40,7 +40,8 @@ def remat_tables(result: RematResult) -> list[Table]:
 @register_tables(MemoryResult)
 def memory_tables(result: MemoryResult) -> list[Table]:
     return [live_table(result.live_at_peak, None), timeline_table(result.timeline),
-            _spaces_table(result), *(group_table(result, by) for by in GROUPINGS)]
+            _spaces_table(result), spaces_table(result.story),
+            *(group_table(result, by) for by in GROUPINGS)]
 
 
 def _spaces_table(result: MemoryResult) -> Table:

@@ -46,7 +46,7 @@ def test_from_a_dump_folder_xlas_figures_stand_beside_ours() -> None:
     assert data["allocation_bytes"] == analysis["allocated_bytes"]
     assert data["xla_peak_bytes"] == xla_peak(REMAT_NONE)
     text = run(str(REMAT_NONE)).output
-    assert "XLA allocation (device)" in text and "live peak - allocation" in text
+    assert "XLA allocation (buffer assignment)" in text and "live peak - XLA allocation" in text
 
 
 def test_hlo_text_alone_gives_no_allocation() -> None:
@@ -91,7 +91,9 @@ def test_markdown_and_scope_grouping() -> None:
 def test_tpu_spaces_are_shown_apart() -> None:
     result = run(str(TPU))
     assert result.exit_code == 0, result.output
-    assert "S(1) VMEM (on-chip)" in result.output and "S(0) HBM (device)" in result.output
+    rows = [line.split()[:3] for line in result.output.splitlines() if line.startswith("S(")]
+    assert rows[:2] == [["S(0)", "HBM", "device"], ["S(1)", "VMEM", "on-chip"]]
+    assert "device figures count:                S(0) HBM (S(1) VMEM" in result.output
     assert "live peak, tile-padded" in result.output
 
 

@@ -41,7 +41,9 @@ from hloscope.analyses.memory.liveness.peak import (
 from hloscope.analyses.memory.liveness.spaces import is_device_space, space_info
 from hloscope.analyses.memory.liveness.timeline import Step, timeline
 from hloscope.analyses.memory.liveness.values import Value
+from hloscope.analyses.memory.story import MemoryStory, SpaceFigures, StoryInputs, memory_story
 from hloscope.analyses.memory.working_set import LayerWorkingSet, layer_working_set
+from hloscope.analyses.memory.xla import ALLOCATION_PARTS, XlaFigures
 from hloscope.frames import DataFrames
 from hloscope.loader.backend import detect_backend
 from hloscope.model.instruction import Instruction
@@ -130,23 +132,6 @@ class TimelineStep:
 
 
 @dataclass(frozen=True, slots=True)
-class XlaFigures:
-    """XLA's own memory figures for the module, when its dump or proto gave them."""
-
-    live_peak_bytes: int | None = None
-    live_peak_time: int | None = None
-    allocation_bytes: int | None = None
-    allocation_by_space: dict[int, int] = field(default_factory=dict)
-    sources: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["allocation_by_space"] = {str(k): v for k, v in self.allocation_by_space.items()}
-        data["sources"] = list(self.sources)
-        return data
-
-
-@dataclass(frozen=True, slots=True)
 class Group:
     key: str
     bytes: int
@@ -192,6 +177,16 @@ class MemoryResult(DataFrames):
             return None
         return estimate.total(lambda space: is_device_space(self.backend, space))
 
+    @property
+    def story(self) -> MemoryStory:
+        """Each figure per memory space (live peak, estimated allocation, XLA's allocation,
+        memory_analysis()) and every difference between device figures with its reason."""
+        spaces = [SpaceFigures(s.memory_space, s.name, s.location, s.peak_bytes,
+                               s.estimated_allocation_bytes) for s in self.spaces]
+        return memory_story(StoryInputs(self.backend, spaces, self.peak_bytes,
+                                        self.estimated_allocation_bytes, self.xla_moment_bytes,
+                                        self.xla))
+
     def groups(self, by: str) -> list[Group]:
         """The live set at the peak grouped by category, scope, layer or phase, largest first."""
         if by not in GROUPINGS:
@@ -236,11 +231,13 @@ class MemoryResult(DataFrames):
             "phase_peaks": [peak.to_dict() for peak in self.phase_peaks],
             "layer_working_set": None if self.layer_working_set is None
             else self.layer_working_set.to_dict(),
+            "story": self.story.to_dict(),
         }
         if self.xla is not None:
             data["xla"] = self.xla.to_dict()
             data["allocation_bytes"] = self.xla.allocation_bytes
             data["xla_peak_bytes"] = self.xla.live_peak_bytes
+            data["memory_analysis_bytes"] = self.xla.memory_analysis_bytes
         return data
 
 
@@ -285,17 +282,36 @@ def xla_figures(program: Program, backend: str) -> XlaFigures | None:
         return None
     artifacts = program.xla_memory
     sources = tuple(str(p) for p in (artifacts.live_range, artifacts.buffer_assignment) if p)
-    figures = XlaFigures(sources=sources)
+    record, note = _memory_analysis(program)
+    figures = XlaFigures(sources=sources, memory_analysis=record, memory_analysis_note=note)
     if live_range is not None and live_range.peak_time is not None:
         figures = replace(figures, live_peak_bytes=live_range.peak_bytes,
                           live_peak_time=live_range.peak_time)
     if assignment is not None:
+        device = memory_analysis_figures(assignment, backend)
         figures = replace(
-            figures,
-            allocation_bytes=memory_analysis_figures(assignment, backend).allocated_bytes,
+            figures, allocation_bytes=device.allocated_bytes,
             allocation_by_space={s.color: s.allocated_bytes
-                                 for s in space_allocations(assignment)})
+                                 for s in space_allocations(assignment)},
+            allocation_parts={part: getattr(device, part) for part in ALLOCATION_PARTS})
     return figures
+
+
+def _memory_analysis(program: Program) -> tuple[dict[str, int | None] | None, str]:
+    """memory_analysis() of the program as its build recorded it (allocated bytes included)
+    and where from; else None and why there is none."""
+    if program.build is None:
+        return None, ("not recorded in a plain dump folder (a `hloscope build` folder records "
+                      "it in its manifest)")
+    record = program.compile_record
+    if record is None:
+        return None, "not recorded for this module (the build's record is of its main module)"
+    if record.memory is None:
+        return None, (f"none: the compile ended {record.status!r}, and a failed compile "
+                      "reports none")
+    memory = record.memory
+    return ({**asdict(memory), "allocated_bytes": memory.allocated_bytes},
+            f"recorded by the build ({program.build.folder})")
 
 
 def live_peak_bytes(module: HloModule) -> tuple[int | None, str]:
