@@ -140,3 +140,30 @@ def test_a_build_folder_reads_its_dump(tmp_path) -> None:
     direct = json.loads(run(str(TPU), "--format", "json").output)
     assert data["peak_bytes"] == direct["peak_bytes"] > 0
     assert data["xla"]["allocation_bytes"] == direct["xla"]["allocation_bytes"] > 0
+
+
+def test_the_story_on_screen_names_each_figure_for_what_it_is() -> None:
+    """The committed OOM build (TPU): XLA's figures under their sources' names, the dump's
+    all-spaces figure never called the peak, each difference with its reason."""
+    build = FIXTURES / "tpu-v5e-2x2-oom"
+    text = run(str(build)).output
+    assert "XLA live-range peak" not in text and "all-spaces live peak" not in text
+    dump = find_memory_artifacts(build / "dump").read_live_range()
+    [dump_line] = [line for line in text.splitlines() if line.startswith("XLA live-range dump")]
+    assert f"t={dump.peak_time}" in dump_line and dump_line.endswith("not a peak")
+    assert "XLA allocation (buffer assignment):" in text
+    assert "memory_analysis():                   none: the compile ended 'oom'" in text
+    data = json.loads(run(str(build), "--format", "json").output)
+    rows = {row["key"]: row for row in data["story"]["differences"]}
+    for row in rows.values():
+        line = next(line for line in text.splitlines() if line.startswith(row["label"]))
+        assert line.endswith(row["reason"]) and f"{row['bytes']:+,}" in line
+
+
+def test_json_keeps_its_keys_and_adds_the_story() -> None:
+    data = json.loads(run(str(TPU), "--format", "json").output)
+    assert {"peak_bytes", "all_spaces_peak_bytes", "xla_moment_bytes", "allocation_bytes",
+            "xla_peak_bytes", "estimated_allocation_bytes", "spaces"} <= set(data)
+    assert {"live_peak_bytes", "allocation_bytes", "allocation_by_space"} <= set(data["xla"])
+    assert data["memory_analysis_bytes"] is None
+    assert [row["label"] for row in data["story"]["spaces"]][:2] == ["S(0) HBM", "S(1) VMEM"]

@@ -119,3 +119,20 @@ def test_memory_api_takes_a_program_and_finds_xla_figures() -> None:
     result = hloscope.memory(program)
     assert result.xla is not None and result.xla.live_peak_bytes == program.live_range.peak_bytes
     assert hloscope.memory(CPU_FULL).to_dict() == result.to_dict()
+
+
+def test_the_compile_record_is_the_builds_main_modules_only(tmp_path: Path) -> None:
+    """The manifest records the compile of the build's main module (`files.dump_module`); any
+    other module in its dump has none."""
+    manifest = json.loads((TPU_OOM_BUILD / "manifest.json").read_text())
+    record = load_program(TPU_OOM_BUILD).compile_record
+    assert record is not None and record.status == manifest["compile"]["status"] == "oom"
+    build = tmp_path / "build"
+    shutil.copytree(TPU_OOM_BUILD, build)
+    main = build / "dump" / manifest["files"]["dump_module"]
+    other = build / "dump" / "module_0009.other.after_optimizations.txt"
+    shutil.copy(main, other)
+    assert load_program(main).compile_record is not None
+    program = load_program(other)
+    assert program.build is not None and program.compile_record is None
+    assert load_program(CPU_FULL).compile_record is None
