@@ -32,8 +32,8 @@ def memory_report(result: MemoryResult, by: str = "category", top: int | None = 
 
 
 def _story_tables(story: MemoryStory) -> list[Table]:
-    """The per-space table when there is more than one space or XLA's figures are at hand (a
-    lone space's figures are all in the summary otherwise), and the differences."""
+    """The per-space table when the program has a space other than S(0) (a lone S(0)'s figures
+    are all in the summary), then the differences when XLA's figures are at hand."""
     tables = []
     if len(story.spaces) > 1 or any(s.memory_space for s in story.spaces):
         tables.append(spaces_table(story))
