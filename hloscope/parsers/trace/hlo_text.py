@@ -135,27 +135,28 @@ def _dot_dimensions(proto: Any) -> Iterator[str]:
             yield f"{key}={_braces(values)}"
 
 
+_GATHER = ("offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim")
+_GATHER_BATCHING = ("operand_batching_dims", "start_indices_batching_dims")
+_SCATTER = ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
+            "index_vector_dim")
+_SCATTER_BATCHING = ("input_batching_dims", "scatter_indices_batching_dims")
+
+
 def _gather_dimensions(proto: Any) -> Iterator[str]:
-    numbers = proto.gather_dimension_numbers
-    yield f"offset_dims={_braces(numbers.offset_dims)}"
-    yield f"collapsed_slice_dims={_braces(numbers.collapsed_slice_dims)}"
-    yield f"start_index_map={_braces(numbers.start_index_map)}"
-    yield f"index_vector_dim={numbers.index_vector_dim}"
-    if numbers.operand_batching_dims:
-        yield f"operand_batching_dims={_braces(numbers.operand_batching_dims)}"
-        yield f"start_indices_batching_dims={_braces(numbers.start_indices_batching_dims)}"
+    yield from _dimension_numbers(proto.gather_dimension_numbers, _GATHER, _GATHER_BATCHING)
     yield f"slice_sizes={_braces(proto.gather_slice_sizes)}"
 
 
 def _scatter_dimensions(proto: Any) -> Iterator[str]:
-    numbers = proto.scatter_dimension_numbers
-    yield f"update_window_dims={_braces(numbers.update_window_dims)}"
-    yield f"inserted_window_dims={_braces(numbers.inserted_window_dims)}"
-    yield f"scatter_dims_to_operand_dims={_braces(numbers.scatter_dims_to_operand_dims)}"
-    yield f"index_vector_dim={numbers.index_vector_dim}"
-    if numbers.input_batching_dims:
-        yield f"input_batching_dims={_braces(numbers.input_batching_dims)}"
-        yield f"scatter_indices_batching_dims={_braces(numbers.scatter_indices_batching_dims)}"
+    yield from _dimension_numbers(proto.scatter_dimension_numbers, _SCATTER, _SCATTER_BATCHING)
+
+
+def _dimension_numbers(numbers: Any, names: tuple[str, ...],
+                       batching: tuple[str, ...]) -> Iterator[str]:
+    """XLA's printing: every listed field, the batching ones only when there are any."""
+    for name in names + (batching if getattr(numbers, batching[0]) else ()):
+        value = getattr(numbers, name)
+        yield f"{name}={value}" if isinstance(value, int) else f"{name}={_braces(value)}"
 
 
 def _window(window: Any) -> str:
