@@ -2,7 +2,9 @@
 folder, `-` for standard input, or HLO text itself.
 
 A dump folder holds one `module_NNNN.<name>.<backend>_after_optimizations.txt` per program; the main
-one is the largest unless `module` names another (by module name, file name or program id NNNN).
+one is the train step (`parsers.dump_folder.main_dump_file`: the largest module with a backward
+pass) unless `module` names another (by module name, file name or program id NNNN); why it was
+chosen is `HloModule.chosen_because`.
 A build folder is read through its `dump/`. A file holding several modules is read whole; the
 largest module is picked the same way. The modules that were not picked are listed in
 `HloModule.alternatives` so reports can name them. What lies beside the module (XLA's memory
@@ -16,7 +18,12 @@ from pathlib import Path
 from hloscope.errors import InputError
 from hloscope.formats.build import DUMP_FOLDER, is_build_folder
 from hloscope.model.module import HloModule
-from hloscope.parsers.dump_folder import AFTER_OPTIMIZATIONS, choose_dump_file, dump_files
+from hloscope.parsers.dump_folder import (
+    AFTER_OPTIMIZATIONS,
+    choose_dump_file,
+    dump_files,
+    main_dump_file,
+)
 from hloscope.parsers.hlo_file import load_file, looks_like_text, parse_stream, parse_text
 
 
@@ -49,6 +56,8 @@ def load_dump_folder(folder: Path, module: str | None = None) -> HloModule:
     chosen = choose_dump_file(files, module, folder)
     loaded = _pick(load_file(chosen.path), None, str(chosen.path))
     loaded.alternatives = tuple(f.path.name for f in files if f is not chosen)
+    if module is None and len(files) > 1:
+        loaded.chosen_because = main_dump_file(files)[1]
     return loaded
 
 

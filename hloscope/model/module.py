@@ -99,6 +99,7 @@ class HloModule:
     has_header: bool = True
     byte_size: int = 0
     alternatives: tuple[str, ...] = ()
+    chosen_because: str = ""  # why the loader read this module of several (a dump folder)
     _header_spans: dict[str, tuple[int, int]] | None = None
 
     # --- structure -------------------------------------------------------------------------

@@ -2,7 +2,13 @@
 
 A dump folder holds one `module_NNNN.<name>.<backend>_after_optimizations.txt` per program (and
 the `before_optimizations` text when asked for); a module is named by its module name, its file
-name or its program id NNNN. Which module a command reads is the loader's choice.
+name or its program id NNNN.
+
+Without a name, the main module is the train step: the largest of the modules with a backward
+pass (an op_name under JAX's `transpose(jvp(...))`), since a folder dumped around a training
+run also holds its init program, which can be the larger file; the largest module when none has
+one. Each file is scanned in chunks for that marker, so a folder of many large modules stays in
+bounded memory.
 """
 from __future__ import annotations
 
@@ -42,10 +48,38 @@ def _dump_file(path: Path) -> DumpFile:
     return DumpFile(path, program_id, name, path.stat().st_size)
 
 
+BACKWARD_MARKER = b"transpose(jvp("
+_CHUNK = 8 << 20
+
+
+def has_backward_pass(path: Path) -> bool:
+    """Whether the HLO text at `path` has an op_name of JAX's backward pass."""
+    tail = b""
+    with path.open("rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            if BACKWARD_MARKER in tail + chunk:
+                return True
+            tail = chunk[-len(BACKWARD_MARKER):]
+    return False
+
+
+def main_dump_file(files: list[DumpFile]) -> tuple[DumpFile, str]:
+    """The main module of a folder (module docstring) and why it was chosen."""
+    steps = [f for f in files if len(files) > 1 and has_backward_pass(f.path)]
+    if steps:
+        chosen = max(steps, key=lambda f: f.size)
+        if chosen.size == max(f.size for f in files):
+            return chosen, "the largest module"
+        return chosen, (f"the largest of the {len(steps)} module(s) with a backward pass (a train "
+                        "step); larger modules without one were passed over")
+    return max(files, key=lambda f: f.size), "the largest module"
+
+
 def choose_dump_file(files: list[DumpFile], module: str | None, folder: Path) -> DumpFile:
-    """The largest file, or the one `module` names; InputError when none has that name."""
+    """The main file (`main_dump_file`), or the one `module` names; InputError when none has
+    that name."""
     if module is None:
-        return max(files, key=lambda f: f.size)
+        return main_dump_file(files)[0]
     for dump in files:
         if module in (dump.module_name, dump.path.name, str(dump.program_id),
                       f"{dump.program_id:04d}"):

@@ -95,7 +95,9 @@ def _notes(result: InspectResult) -> list[str]:
     if result.other_modules:
         shown = ", ".join(result.other_modules[:10])
         more = len(result.other_modules) - 10
-        notes.append(f"other modules in this input (pick one with --module): {shown}"
+        chosen = f"read {result.module_name}: {result.chosen_because}; " \
+            if result.chosen_because else ""
+        notes.append(f"{chosen}other modules in this input (pick one with --module): {shown}"
                      + (f" and {more} more" if more > 0 else ""))
     if not result.is_scheduled:
         notes.append("the module is not scheduled (is_scheduled=true is absent): it is HLO before "

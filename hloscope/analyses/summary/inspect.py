@@ -51,6 +51,7 @@ class InspectResult(DataFrames):
     outputs: list[BufferSummary]
     unknown_opcodes: list[str] = field(default_factory=list)
     other_modules: list[str] = field(default_factory=list)
+    chosen_because: str = ""
     costs: CostTotals | None = None
     peak_bytes: int | None = None
     peak_note: str = ""
@@ -96,7 +97,7 @@ def inspect(module: HloModule, costs: bool = True) -> InspectResult:
         parameters=_parameters(module),
         outputs=_outputs(module),
         unknown_opcodes=sorted(op for op in op_counts if not is_known(op)),
-        other_modules=list(module.alternatives),
+        other_modules=list(module.alternatives), chosen_because=module.chosen_because,
         costs=cost_totals(module) if costs else None,
         **(_peak(module) if costs else {}),
     )
