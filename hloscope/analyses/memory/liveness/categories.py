@@ -188,10 +188,14 @@ class Classifier:
             mates.setdefault(self.liveness.buffers.find(value.id), []).append(value)
         walk = _ReaderWalk(self, defined, mates, InPlaceRules(self.program.module))
         saved: set[int] = set()
+        read_by: dict[int, set[Phase]] = {}  # a walk from any value of a buffer finds the same
         for value in self.liveness.values:
             buffer = self.liveness.buffers.find(value.id)
-            if buffer not in saved and self.phase(value.instruction) in _MAKERS_OF_SAVED and \
-                    walk.phases(value) & _READERS_OF_SAVED:
+            if buffer in saved or self.phase(value.instruction) not in _MAKERS_OF_SAVED:
+                continue
+            if buffer not in read_by:
+                read_by[buffer] = walk.phases(value)
+            if read_by[buffer] & _READERS_OF_SAVED:
                 saved.add(buffer)
         return saved
 
