@@ -180,61 +180,57 @@ class Classifier:
 
     def _saved_buffers(self) -> set[int]:
         """The buffers holding a forward (or undifferentiated) value whose data the backward pass
-        reads."""
-        defined: dict[Instruction, list[Value]] = {}
-        mates: dict[int, list[Value]] = {}
-        for value in self.liveness.values:
-            defined.setdefault(value.instruction, []).append(value)
-            mates.setdefault(self.liveness.buffers.find(value.id), []).append(value)
-        walk = _ReaderWalk(self, defined, mates, InPlaceRules(self.program.module))
-        saved: set[int] = set()
-        read_by: dict[int, set[Phase]] = {}  # a walk from any value of a buffer finds the same
-        for value in self.liveness.values:
-            buffer = self.liveness.buffers.find(value.id)
-            if buffer in saved or self.phase(value.instruction) not in _MAKERS_OF_SAVED:
-                continue
-            if buffer not in read_by:
-                read_by[buffer] = walk.phases(value)
-            if read_by[buffer] & _READERS_OF_SAVED:
-                saved.add(buffer)
-        return saved
+        reads (`_ReaderGraph`)."""
+        read = _ReaderGraph(self).buffers_read_by(_READERS_OF_SAVED)
+        find = self.liveness.buffers.find
+        return {find(v.id) for v in self.liveness.values
+                if find(v.id) in read and self.phase(v.instruction) in _MAKERS_OF_SAVED}
 
     def _is_output(self, value: Value) -> bool:
         root = self.program.root.root
         return any(instruction is root for instruction, _ in value.positions)
 
 
-class _ReaderWalk:
-    """Phases of the instructions that read a value's data: directly, through the instructions
-    that move it (`_MOVERS`, or named by a neighbour), through the other values of its buffer (a
-    loop carry, an in-place update), and through in-place updates that write it into another
-    buffer (a scan's `dynamic-update-slice` into its stacked residuals)."""
+class _ReaderGraph:
+    """Which buffers' data is read by instructions of some phases: directly, through the
+    instructions that move it (`_MOVERS`, or named by a neighbour), through the other values of
+    its buffer (a loop carry, an in-place update), and through in-place updates that write it
+    into another buffer (a scan's `dynamic-update-slice` into its stacked residuals).
 
-    def __init__(self, classifier: Classifier, defined: dict[Instruction, list[Value]],
-                 mates: dict[int, list[Value]], in_place: InPlaceRules) -> None:
-        self.classifier = classifier
-        self.defined, self.mates, self.in_place = defined, mates, in_place
-        self.find = classifier.liveness.buffers.find
+    Buffers are the nodes; the values a mover of a buffer's data defines are its successors.
+    A buffer is read by a phase when a buffer reachable from it has a user of that phase: one
+    search backwards from those buffers answers for every buffer at once."""
 
-    def phases(self, value: Value) -> set[Phase]:
-        found: set[Phase] = set()
-        seen: set[int] = set()
-        pending = [value]
+    def __init__(self, classifier: Classifier) -> None:
+        liveness, find = classifier.liveness, classifier.liveness.buffers.find
+        in_place = InPlaceRules(classifier.program.module)
+        defined: dict[Instruction, list[Value]] = {}
+        for value in liveness.values:
+            defined.setdefault(value.instruction, []).append(value)
+        moves: dict[Instruction, bool] = {}
+        self.direct: dict[int, set[Phase]] = {}
+        self.sources: dict[int, set[int]] = {}  # buffer -> the buffers whose data moves into it
+        for value in liveness.values:
+            buffer = find(value.id)
+            phases = self.direct.setdefault(buffer, set())
+            for user, _, _ in value.uses:
+                phases.add(classifier.phase(user))
+                if user not in moves:
+                    moves[user] = user.opcode in _MOVERS or user in classifier._borrowed or \
+                        bool(in_place.pairs(user))
+                if moves[user]:
+                    for moved in defined.get(user, ()):
+                        self.sources.setdefault(find(moved.id), set()).add(buffer)
+
+    def buffers_read_by(self, phases: frozenset[Phase]) -> set[int]:
+        pending = [buffer for buffer, found in self.direct.items() if found & phases]
+        reached = set(pending)
         while pending:
-            current = pending.pop()
-            for mate in self.mates[self.find(current.id)]:
-                if mate.id in seen:
-                    continue
-                seen.add(mate.id)
-                for user, _, _ in mate.uses:
-                    found.add(self.classifier.phase(user))
-                    if self._moves(user):
-                        pending.extend(v for v in self.defined.get(user, ()) if v.id not in seen)
-        return found
-
-    def _moves(self, user: Instruction) -> bool:
-        return user.opcode in _MOVERS or user in self.classifier._borrowed or \
-            bool(self.in_place.pairs(user))
+            for source in self.sources.get(pending.pop(), ()):
+                if source not in reached:
+                    reached.add(source)
+                    pending.append(source)
+        return reached
 
 
 def instruction_phases(program: FlatProgram,
