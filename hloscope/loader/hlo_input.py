@@ -53,11 +53,12 @@ def load_dump_folder(folder: Path, module: str | None = None) -> HloModule:
     files = dump_files(folder)
     if not files:
         raise InputError(f"{folder}: no HLO module files (*{AFTER_OPTIMIZATIONS}) in this folder")
-    chosen = choose_dump_file(files, module, folder)
+    chosen, because = main_dump_file(files) if module is None else \
+        (choose_dump_file(files, module, folder), "")
     loaded = _pick(load_file(chosen.path), None, str(chosen.path))
     loaded.alternatives = tuple(f.path.name for f in files if f is not chosen)
-    if module is None and len(files) > 1:
-        loaded.chosen_because = main_dump_file(files)[1]
+    if len(files) > 1:
+        loaded.chosen_because = because
     return loaded
 
 

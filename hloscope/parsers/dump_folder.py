@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from hloscope.errors import InputError
@@ -53,7 +54,14 @@ _CHUNK = 8 << 20
 
 
 def has_backward_pass(path: Path) -> bool:
-    """Whether the HLO text at `path` has an op_name of JAX's backward pass."""
+    """Whether the HLO text at `path` has an op_name of JAX's backward pass (each file version is
+    scanned once: the module and XLA's memory files beside it are chosen the same way)."""
+    stat = path.stat()
+    return _scan_for_backward_pass(path, stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _scan_for_backward_pass(path: Path, size: int, mtime_ns: int) -> bool:
     tail = b""
     with path.open("rb") as stream:
         while chunk := stream.read(_CHUNK):

@@ -68,11 +68,6 @@ class CompileFlags:
         data = data or {}
         return cls(tuple(data.get("user") or ()), dict(data.get("environment") or {}))
 
-    def all_flags(self) -> list[str]:
-        """Every flag, environment first then the user's (a later flag wins in XLA's parser)."""
-        flags = [f for name in FLAG_VARIABLES for f in self.environment.get(name, "").split()]
-        return flags + list(self.user)
-
     def apply(self, env: dict[str, str], backend: str) -> dict[str, str]:
         """`env` (a child's environment) with the recorded variables and the user's flags."""
         result = dict(env)

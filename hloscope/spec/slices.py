@@ -109,9 +109,3 @@ def find_accelerator_type(name: str) -> AcceleratorType | None:
             if accelerator.name == name:
                 return accelerator
     return None
-
-
-def accelerator_sizes(prefix: str) -> tuple[str, ...]:
-    """The accelerator type names that begin with `prefix` (for error messages)."""
-    return tuple(a.name for device, known in ACCELERATOR_PREFIX.items() if known == prefix
-                 for a in accelerator_types(device))

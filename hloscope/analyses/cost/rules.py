@@ -191,7 +191,7 @@ def gather(site: Site) -> Cost:
     tiled operand reads whole tiles), writes the output, reads the indices. Without
     `slice_sizes` (a module read from an HloProto that drops them) the slices are the output."""
     operand = site.operand_shapes[0]
-    sizes = _int_list(site.instruction, "slice_sizes")
+    sizes = site.instruction.int_list_attribute("slice_sizes") or ()
     read = site.size(site.shape)
     if len(sizes) == operand.rank:
         read = site.shape.element_count // max(1, math.prod(sizes)) * site.size(
@@ -209,9 +209,9 @@ def scatter(site: Site) -> Cost:
     accessed = 3 * update_bytes + site.operand_size(count)
     if updates:
         window = [updates[0].dimensions[d]
-                  for d in _int_list(site.instruction, "update_window_dims")]
-        unit = set(_int_list(site.instruction, "inserted_window_dims")) | set(
-            _int_list(site.instruction, "input_batching_dims"))
+                  for d in site.instruction.int_list_attribute("update_window_dims") or ()]
+        unit = set(site.instruction.int_list_attribute("inserted_window_dims") or ()) | set(
+            site.instruction.int_list_attribute("input_batching_dims") or ())
         rank = site.operand_shapes[0].rank
         if len(window) + len(unit) == rank:
             sizes_of = iter(window)
@@ -222,11 +222,6 @@ def scatter(site: Site) -> Cost:
             accessed = 2 * windows + update_bytes + site.operand_size(count)
     applied = site.applied("to_apply", updates[0].element_count if updates else 0)
     return applied.with_bytes(accessed)
-
-
-def _int_list(instruction: Instruction, key: str) -> list[int]:
-    text = instruction.raw_attribute(key) or "{}"
-    return [int(x) for x in text.strip().strip("{}").split(",") if x.strip()]
 
 
 def _window(operand: Shape, sizes: list[int]) -> Shape:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 from hloscope.analyses.cost.gc_pause import paused_gc
@@ -101,21 +101,6 @@ class SpacePeak:
 
 
 @dataclass(frozen=True, slots=True)
-class PhasePeak:
-    """The most device bytes live at one moment within one phase of the step (forward,
-    backward, recompute, optimizer, other), by category."""
-
-    phase: str
-    time: int
-    instruction: str
-    live_bytes: int
-    by_category: dict[str, int]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
 class TimelineStep:
     """Live device bytes while one top-level instruction runs (a loop: its inner peak too)."""
 
@@ -165,7 +150,6 @@ class MemoryResult(DataFrames):
     scope_prefix: str = ""
     xla: XlaFigures | None = None
     basis: str = BASIS
-    phase_peaks: list[PhasePeak] = field(default_factory=list)
     layer_working_set: LayerWorkingSet | None = None  # with `stacked_layers` (memory())
     allocation_estimate: AllocationEstimate | None = None
 
@@ -228,7 +212,6 @@ class MemoryResult(DataFrames):
             "spaces": [s.to_dict() for s in self.spaces],
             "live_at_peak": [row.to_dict() for row in self.live_at_peak],
             "timeline": [step.to_dict() for step in self.timeline],
-            "phase_peaks": [peak.to_dict() for peak in self.phase_peaks],
             "layer_working_set": None if self.layer_working_set is None
             else self.layer_working_set.to_dict(),
             "story": self.story.to_dict(),
@@ -369,25 +352,7 @@ class _Builder:
                                 key=lambda r: (-r.bytes, r.name)),
             spaces=[self._space(n, t, estimate) for n, t in timelines.items()],
             timeline=self.timeline(live), scope_depth=self.scope_depth,
-            scope_prefix="/".join(self.scope_prefix), xla=xla, allocation_estimate=estimate,
-            phase_peaks=self.phase_peaks(live))
-
-    def phase_peaks(self, live: list[int]) -> list[PhasePeak]:
-        """For each phase, the moment it holds the most device bytes, and what they are."""
-        sequence = self.liveness.program.sequence
-        best: dict[str, int] = {}
-        for time in range(min(len(sequence), len(live))):
-            phase = self.classifier.phase(sequence[time]).value
-            if phase not in best or live[time] > live[best[phase]]:
-                best[phase] = time
-        peaks = []
-        for phase, time in sorted(best.items(), key=lambda item: item[1]):
-            by_category: dict[str, int] = {}
-            for value in live_at(self.liveness, time, keep=self.on_device):
-                category = self.classifier.category(value).value
-                by_category[category] = by_category.get(category, 0) + value.bytes
-            peaks.append(PhasePeak(phase, time, sequence[time].name, live[time], by_category))
-        return peaks
+            scope_prefix="/".join(self.scope_prefix), xla=xla, allocation_estimate=estimate)
 
     def _device_peak(self, timelines: dict[int, list[int]]) -> int:
         device = (t for n, t in timelines.items() if is_device_space(self.backend, n))
