@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from hloscope.analyses.cost import Cost, CostAnalysis
 from hloscope.analyses.cost.graph import ComputationGraph
+from hloscope.analyses.cost.layer_loops import LayerLoops
 from hloscope.analyses.cost.phases import Phase, layer_of, phase_of
 from hloscope.model.instruction import Instruction
 from hloscope.model.opcodes import PROGRAM_CALLERS
@@ -54,6 +55,7 @@ class Charge:
     phase: Phase
     loop: Loop | None
     cost: Cost
+    layers: int = 0  # the layers one run of it serves: the layer loops' trip counts multiplied
 
     @property
     def opcode(self) -> str:
@@ -72,11 +74,12 @@ class _Context:
     loop: Loop | None = None
     top: Instruction | None = None  # set inside fusions
     fused: bool = False
+    layers: int = 0
 
 
 def charges(analysis: CostAnalysis, root: str | None = None) -> list[Charge]:
     """The charges of running `root` (default: the entry computation)."""
-    walker = _Walker(analysis)
+    walker = _Walker(analysis, LayerLoops(analysis.module))
     return list(walker.computation(root or analysis.module.entry_name, _Context()))
 
 
@@ -124,8 +127,9 @@ def computation_phases(graph: ComputationGraph, names: list[str],
 
 
 class _Walker:
-    def __init__(self, analysis: CostAnalysis) -> None:
+    def __init__(self, analysis: CostAnalysis, layer_loops: LayerLoops) -> None:
         self.analysis = analysis
+        self.layer_loops = layer_loops
 
     def computation(self, name: str, context: _Context) -> Iterator[Charge]:
         graph = self.analysis.graph(name)
@@ -165,7 +169,7 @@ class _Walker:
         if context.fused:
             cost = cost.with_bytes(0)
         return Charge(computation, instruction, context.top or instruction, op_name, phase,
-                      context.loop, cost)
+                      context.loop, cost, context.layers)
 
     def _fusion(self, computation: str, fusion: Instruction, phase: Phase, cost: Cost,
                 context: _Context) -> Iterator[Charge]:
@@ -179,7 +183,7 @@ class _Walker:
         if sum(weights) == 0:
             yield from inner
             yield Charge(computation, fusion, fusion, fusion.op_name, phase, context.loop,
-                         Cost(bytes_accessed=bytes_accessed))
+                         Cost(bytes_accessed=bytes_accessed), context.layers)
             return
         for charge, share in zip(inner, split(bytes_accessed, weights), strict=True):
             charge.cost = charge.cost.with_bytes(share)
@@ -190,11 +194,16 @@ class _Walker:
         body_times, condition_times = self.analysis.loop_factors(computation, loop)
         enclosing = context.loop or Loop(computation, loop.name,
                                          self.analysis.trip_count(computation, loop).count)
+        layer_loop = self.layer_loops.get(computation, loop.name)
+        layers = context.layers
+        if layer_loop is not None:
+            layers = max(layers, 1) * layer_loop.layers
         for key, times in (("body", body_times), ("condition", condition_times)):
             mask = (context.mask[0] * times, context.mask[1] * times,
                     context.mask[2] * times, context.mask[3] * times)
             yield from self.computation(loop.required_called_computation(key),
-                                        replace(context, mask=mask, loop=enclosing))
+                                        replace(context, mask=mask, loop=enclosing,
+                                                layers=layers))
 
     def _conditional(self, conditional: Instruction, context: _Context) -> Iterator[Charge]:
         branches, chosen = self.analysis.branch_choice(conditional)

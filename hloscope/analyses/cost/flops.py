@@ -7,9 +7,10 @@ instruction that does it). Every breakdown's rows add up to the totals, column b
 Scopes are shown below the prefix every costed op shares (typically the jitted function's name);
 `scope_prefix` names it. Instructions that cost nothing (parameters, tuples, ...) are left out.
 
-Layers: an op whose name stack names a numbered layer (`layer_3`) is charged to it; any other op
-inside a while loop is charged to the loop: a scanned stack of layers is one loop, whose
-per-iteration figures are one layer's. The rest is "(outside layers)".
+Layers: an op whose name stack names a numbered layer (`layer_3`) is charged to it; an op inside a
+layer loop (the scan over stacked layers, found by hloscope.analyses.cost.layer_loops) is split
+evenly into `layer_0` .. `layer_{L-1}`, as if the layers were unrolled; any other op inside a
+while loop is charged to the loop. The rest is "(outside layers)".
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 from hloscope.analyses.cost import Cost, CostAnalysis, CostOptions
-from hloscope.analyses.cost.attribution import Charge, charges
+from hloscope.analyses.cost.attribution import Charge, charges, split
 from hloscope.analyses.cost.gc_pause import paused_gc
 from hloscope.analyses.cost.phases import PHASE_ORDER, layer_number, scope_path
 from hloscope.analyses.cost.vector import ZERO
@@ -155,7 +156,8 @@ def _result(analysis: CostAnalysis, charged: list[Charge], scope_depth: int) -> 
         trip_counts_applied=analysis.options.trip_counts,
         scope_depth=scope_depth,
         scope_prefix="/".join(prefix),
-        breakdowns=breakdowns(charged, scope_depth, prefix),
+        breakdowns=breakdowns(charged, scope_depth, prefix,
+                              split_layers=analysis.options.trip_counts),
         loops=_loops(analysis),
         unattributed=_custom_calls(analysis),
         closed_form=closed_form_calls(analysis),
@@ -176,8 +178,8 @@ def costed_charges(analysis: CostAnalysis) -> list[Charge]:
     return [c for c in charges(analysis) if c.cost != ZERO]
 
 
-def breakdowns(charged: list[Charge], scope_depth: int,
-               prefix: tuple[str, ...] = ()) -> dict[str, list[Row]]:
+def breakdowns(charged: list[Charge], scope_depth: int, prefix: tuple[str, ...] = (),
+               split_layers: bool = True) -> dict[str, list[Row]]:
     scopes: dict[str, str] = {}
 
     def scope_of(charge: Charge) -> str:
@@ -189,7 +191,7 @@ def breakdowns(charged: list[Charge], scope_depth: int,
     return {
         "opcode": _sorted_by_flops(group(charged, lambda c: c.opcode)),
         "scope": _sorted_by_flops(group(charged, scope_of)),
-        "layer": layer_rows(charged),
+        "layer": layer_rows(charged, split_layers),
         "phase": _phase_rows(charged),
     }
 
@@ -250,11 +252,21 @@ def layer_key(charge: Charge) -> str:
     return OUTSIDE_LAYERS
 
 
-def layer_rows(charged: list[Charge]) -> list[Row]:
-    """Named layers in numeric order, then loops (figures over all iterations), then the rest."""
-    rows = group(charged, layer_key)
+def layer_rows(charged: list[Charge], split_layers: bool = True) -> list[Row]:
+    """Named layers in numeric order, then loops (figures over all iterations), then the rest.
+
+    A charge inside a layer loop (hloscope.analyses.cost.layer_loops) serves every layer alike
+    (each iteration of a scan does the same work), so with `split_layers` its cost is split
+    evenly into `layer_0` .. `layer_{L-1}` (L: the layer loops' trip counts multiplied): the
+    scanned layers read like unrolled ones. Without it (trip counts not applied, so a body is
+    counted once) the layer loop stays one row."""
+    per_layer = [c for c in charged if split_layers and c.layers and c.layer is None]
+    rows = group((c for c in charged if not (split_layers and c.layers and c.layer is None)),
+                 layer_key)
+    _add_layer_shares(rows, per_layer)
     iterations = {layer_key(c): c.loop.iterations for c in charged
-                  if c.loop is not None and c.layer is None}
+                  if c.loop is not None and c.layer is None
+                  and not (split_layers and c.layers)}
     for key, count in iterations.items():
         rows[key].iterations = count
     named = sorted((r for r in rows.values() if r.key not in iterations
@@ -262,6 +274,28 @@ def layer_rows(charged: list[Charge]) -> list[Row]:
     loops = sorted((rows[k] for k in iterations), key=lambda r: r.key)
     outside = [rows[OUTSIDE_LAYERS]] if OUTSIDE_LAYERS in rows else []
     return named + loops + outside
+
+
+def _add_layer_shares(rows: dict[str, Row], charged: list[Charge]) -> None:
+    """Each charge's cost split evenly over its layers, added to rows `layer_0` ... (largest
+    remainders first, so the shares add up to the cost exactly)."""
+    seen: dict[str, set[int]] = {}
+    for charge in charged:
+        cost, layers = charge.cost, charge.layers
+        parts = [split(value, [1] * layers) for value in
+                 (cost.flops, cost.transcendentals, cost.bytes_accessed, cost.collective_bytes)]
+        for index in range(layers):
+            key = f"layer_{index}"
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = Row(key)
+            row.flops += parts[0][index]
+            row.transcendentals += parts[1][index]
+            row.bytes_accessed += parts[2][index]
+            row.collective_bytes += parts[3][index]
+            seen.setdefault(key, set()).add(id(charge.instruction))
+    for key, instructions in seen.items():
+        rows[key].instructions += len(instructions)
 
 
 def _phase_rows(charged: list[Charge]) -> list[Row]:

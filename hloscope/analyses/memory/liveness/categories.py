@@ -1,11 +1,7 @@
 """What each buffer is for: parameter, optimizer state, input, saved activation, gradient, ...
 
-**Arguments.** An entry parameter is named after its pytree path: JAX puts the path in the
-parameter's `op_name` (`state.params['layers'][0]['mlp']['fc']['w']`) and in its name on CPU
-(`state_params__layers___0___mlp____fc____w__.1`). The first component that says what the
-argument is decides: `params`/`weights`/... a parameter; `opt_state`, `mu`, `nu`, `master`,
-`momentum`, `step`, ... optimizer state (fp32 master weights belong to the optimizer in mixed
-precision); `batch`, `inputs`, `tokens`, ... an input. Anything else is a parameter. A buffer
+**Arguments.** An entry parameter is named after its pytree path, whose first component that
+says what the argument is decides its category (hloscope.analyses.arguments). A buffer
 that shares an argument's buffer (a donated, updated argument; its updated output) takes the
 argument's category.
 
@@ -38,6 +34,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+from hloscope.analyses.arguments import argument_path, argument_role, path_components
 from hloscope.analyses.cost.phases import Phase, layer_of, phase_of
 from hloscope.analyses.memory.liveness import Liveness
 from hloscope.analyses.memory.liveness.inplace import InPlaceRules
@@ -59,14 +56,6 @@ class Category(StrEnum):
 
 
 CATEGORY_ORDER = tuple(Category)
-_PARAMETER_WORDS = frozenset({"params", "param", "parameters", "weights", "model", "variables"})
-_OPTIMIZER_WORDS = frozenset({
-    "opt_state", "optimizer", "opt", "mu", "nu", "master", "momentum", "velocity", "adam",
-    "exp_avg", "exp_avg_sq", "accumulator", "step", "count", "ema", "slots",
-})
-_INPUT_WORDS = frozenset({"batch", "inputs", "input", "data", "tokens", "targets", "labels",
-                          "rng", "key", "x", "y"})
-_PATH_SPLIT = re.compile(r"[^A-Za-z0-9]+")
 _NUMBER = re.compile(r"\d+")
 _LAYER_WORDS = frozenset({"layers", "layer", "blocks", "block", "h"})
 # Instructions that pass their operands' data on (see the module docstring).
@@ -78,22 +67,8 @@ _READERS_OF_SAVED = frozenset({Phase.BACKWARD, Phase.RECOMPUTE})
 _MAKERS_OF_SAVED = frozenset({Phase.FORWARD, Phase.OTHER})
 
 
-def path_components(text: str) -> list[str]:
-    """`state.params['layers'][0]['w']` or `state_params__layers___0___w__.1` -> components."""
-    text = re.sub(r"\.\d+$", "", text)  # XLA's uniquifying suffix
-    return [part for part in _PATH_SPLIT.split(text) if part]
-
-
 def argument_category(path: str) -> Category:
-    for component in path_components(path):
-        word = component.lower()
-        if word in _PARAMETER_WORDS:
-            return Category.PARAMETER
-        if word in _OPTIMIZER_WORDS:
-            return Category.OPTIMIZER_STATE
-        if word in _INPUT_WORDS:
-            return Category.INPUT
-    return Category.PARAMETER
+    return Category(argument_role(path))
 
 
 def argument_layer(path: str) -> str | None:
@@ -103,11 +78,6 @@ def argument_layer(path: str) -> str | None:
         if word.lower() in _LAYER_WORDS and _NUMBER.fullmatch(following):
             return f"layer_{following}"
     return layer_of(path)
-
-
-def argument_path(parameter: Instruction) -> str:
-    """The pytree path JAX gave an argument: its op_name, else its name."""
-    return parameter.op_name or parameter.name
 
 
 class Classifier:
