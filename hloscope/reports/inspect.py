@@ -82,9 +82,14 @@ def _count_table(name: str, key: str, counts: dict[str, int], total: int) -> Tab
 
 
 def _buffer_table(name: str, title: str, buffers: list[BufferSummary]) -> Table:
-    return Table(name, title, _BUFFER_COLUMNS, [
-        {"name": b.name, "index": b.index, "shape": b.shape, "bytes": b.bytes,
-         "padded_bytes": b.padded_bytes} for b in buffers])
+    """Parameters are named by their pytree path when JAX wrote one (`params['w1']`, not
+    `param.3`), with their sharding when any has one."""
+    columns = list(_BUFFER_COLUMNS)
+    if any(b.sharding for b in buffers):
+        columns.append(Column("sharding", "sharding"))
+    return Table(name, title, columns, [
+        {"name": b.path or b.name, "index": b.index, "shape": b.shape, "bytes": b.bytes,
+         "padded_bytes": b.padded_bytes, "sharding": b.sharding} for b in buffers])
 
 
 def _notes(result: InspectResult) -> list[str]:

@@ -144,12 +144,22 @@ def live_table(rows: list[BufferRow], top: int | None) -> Table:
     columns += [Column("category", "category"), Column("phase", "phase"),
                 Column("layer", "layer"), Column("op_name", "op_name"),
                 Column("source", "source")]
-    table_rows = [row.to_dict() for row in shown]
+    if any(r.sharding for r in shown):
+        columns.append(Column("sharding", "sharding"))
+    table_rows = [_live_row(row) for row in shown]
     if len(rows) > len(shown):
         rest = rows[len(shown):]
         table_rows.append({"name": f"({len(rest)} more)", "bytes": sum(r.bytes for r in rest),
                            "padded_bytes": sum(r.padded_bytes for r in rest)})
     return Table("live_at_peak", "Buffers live at the peak, largest first", columns, table_rows)
+
+
+def _live_row(row: BufferRow) -> dict:
+    """An argument is shown by its pytree path (`params['layers']['w1']`), not `param.3`."""
+    data = row.to_dict()
+    if row.argument:
+        data["name"] = row.argument
+    return data
 
 
 def timeline_table(steps: list[TimelineStep]) -> Table:

@@ -26,9 +26,12 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
+from hloscope.analyses.arguments import pytree_path
+from hloscope.analyses.cost.attribution import split
 from hloscope.analyses.cost.gc_pause import paused_gc
-from hloscope.analyses.cost.phases import scope_path
+from hloscope.analyses.cost.phases import layer_number, scope_path
 from hloscope.analyses.memory.heap import AllocationEstimate, estimate_allocation
+from hloscope.analyses.memory.layers import LOOP_BODY, ScannedLayers
 from hloscope.analyses.memory.liveness import Liveness, analyze_liveness
 from hloscope.analyses.memory.liveness.categories import CATEGORY_ORDER, Classifier, path_components
 from hloscope.analyses.memory.liveness.peak import (
@@ -78,9 +81,14 @@ class BufferRow:
     layer: str | None
     start: int
     end: int
+    layers: tuple[str, ...] = ()  # a stacked [L, ...] buffer: the layers of its equal shares
+    argument: str = ""  # an argument's pytree path (`params['layers']['w1']`)
+    sharding: str = ""  # an argument's sharding as the module states it
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        data["layers"] = list(self.layers)
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,15 +185,18 @@ class MemoryResult(DataFrames):
             raise ValueError(f"unknown grouping {by!r}; choose one of {', '.join(GROUPINGS)}")
         totals: dict[str, list[int]] = {}
         for row in self.live_at_peak:
-            key = _group_key(row, by)
-            entry = totals.setdefault(key, [0, 0, 0])
-            entry[0] += row.bytes
-            entry[1] += row.padded_bytes
-            entry[2] += 1
+            for key, size, padded in _group_shares(row, by):
+                entry = totals.setdefault(key, [0, 0, 0])
+                entry[0] += size
+                entry[1] += padded
+                entry[2] += 1
         groups = [Group(key, *values) for key, values in totals.items()]
         if by == "category":
             order = {c.value: n for n, c in enumerate(CATEGORY_ORDER)}
             return sorted(groups, key=lambda g: (order.get(g.key, len(order)), g.key))
+        if by == "layer":
+            return sorted(groups, key=lambda g: (layer_number(g.key) < 0, layer_number(g.key),
+                                                 -g.bytes, g.key))
         return sorted(groups, key=lambda g: (-g.bytes, g.key))
 
     @property
@@ -228,6 +239,16 @@ def _group_key(row: BufferRow, by: str) -> str:
     if by == "layer":
         return row.layer or NO_LAYER
     return getattr(row, by)
+
+
+def _group_shares(row: BufferRow, by: str) -> list[tuple[str, int, int]]:
+    """(group, bytes, padded bytes) of a row: a stacked buffer grouped by layer is split into
+    equal shares, one per layer it holds (largest remainders, adding up exactly)."""
+    if by != "layer" or not row.layers:
+        return [(_group_key(row, by), row.bytes, row.padded_bytes)]
+    ones = [1] * len(row.layers)
+    return list(zip(row.layers, split(row.bytes, ones), split(row.padded_bytes, ones),
+                    strict=True))
 
 
 def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None = None,
@@ -318,6 +339,7 @@ class _Builder:
         self.backend = backend
         self.scope_depth = scope_depth
         self.classifier = Classifier(liveness)
+        self.scanned = ScannedLayers(liveness)
         self.scope_prefix = _common_prefix(scope_path(n) for n in self.classifier.op_names.values()
                                            if n)
 
@@ -370,7 +392,26 @@ class _Builder:
             phase=self.classifier.phase(instruction).value,
             op_name=self.classifier.op_name(instruction),
             source=f"{file_name}:{line}" if file_name else "", scope=self.scope(value),
-            layer=self.classifier.layer(value), start=start, end=end)
+            layer=self.layer(value), start=start, end=end, layers=self.scanned.keys(value),
+            **self.argument(value))
+
+    def layer(self, value: Value) -> str | None:
+        """The layer the op_name or path names; else a stacked buffer's layer range; else the
+        layer loop's current layer for a buffer made in its body (memory/layers.py)."""
+        named = self.classifier.layer(value)
+        if named is not None:
+            return named
+        keys = self.scanned.keys(value)
+        if keys:
+            return f"{keys[0]}..{keys[-1]}" if len(keys) > 1 else keys[0]
+        return LOOP_BODY if self.scanned.in_loop_body(value) else None
+
+    def argument(self, value: Value) -> dict[str, str]:
+        """The pytree path and sharding of the argument whose buffer `value` shares."""
+        parameter = self.classifier.argument(value)
+        if parameter is None:
+            return {}
+        return {"argument": pytree_path(parameter) or "", "sharding": parameter.sharding or ""}
 
     def scope(self, value: Value) -> str:
         argument = self.classifier.argument(value)

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from hloscope.analyses.memory.analysis import BufferRow
+from hloscope.analyses.memory.layers import LOOP_BODY
 from hloscope.analyses.oom.categories import oom_category
 from hloscope.model.module import HloModule
 from hloscope.model.shape_text import parse_shape
@@ -44,13 +45,20 @@ class BufferGroup:
     bytes: int = 0
     buffers: int = 0
     instructions: list[str] = field(default_factory=list)
+    arguments: list[str] = field(default_factory=list)  # the pytree paths of its arguments
 
     @property
     def label(self) -> str:
         dims = "[" + ",".join(map(str, self.shape)) + "]"
         what = f"{_short(self.category)} {dims} {self.dtype} {self.description}".rstrip()
         count = f"{self.layers} layers x " if self.layers > 1 else ""
-        return f"{count}{what} = {format_bytes(self.bytes)}"
+        return f"{count}{what} = {format_bytes(self.bytes)}{self._named()}"
+
+    def _named(self) -> str:
+        if not self.arguments:
+            return ""
+        more = len(self.arguments) - 1
+        return f" ({self.arguments[0]}{f' and {more} more' if more else ''})"
 
     def to_dict(self) -> dict:
         return {**asdict(self), "shape": list(self.shape), "label": self.label}
@@ -83,11 +91,12 @@ def group_buffers(rows: list[BufferRow], backend: str, layers: int | None,
     for row in rows:
         category = oom_category(row, backend)
         dtype, shape = element_type_and_dims(row.shape)
-        stacked = bool(layers and row.layer is None and len(shape) >= 3 and shape[0] == layers
+        layer = None if row.layers or row.layer == LOOP_BODY else row.layer
+        stacked = bool(layers and layer is None and len(shape) >= 3 and shape[0] == layers
                        and category not in ("weights", "optimizer state", "gradients"))
         per_layer = shape[1:] if stacked else shape
-        key = (category, per_layer, dtype, row.layer is not None or stacked,
-               None if row.layer is not None or stacked else row.instruction)
+        key = (category, per_layer, dtype, layer is not None or stacked,
+               None if layer is not None or stacked else row.instruction)
         group = groups.get(key)
         if group is None:
             group = groups[key] = BufferGroup(category, per_layer, dtype,
@@ -95,11 +104,13 @@ def group_buffers(rows: list[BufferRow], backend: str, layers: int | None,
         group.bytes += row.bytes
         group.buffers += 1
         group.instructions.append(row.instruction)
+        if row.argument:
+            group.arguments.append(row.argument)
         seen = layer_sets.setdefault(key, set())
         if stacked:
             seen.update(f"stacked_{i}" for i in range(layers or 0))
-        elif row.layer is not None:
-            seen.add(row.layer)
+        elif layer is not None:
+            seen.add(layer)
     for key, group in groups.items():
         group.layers = len(layer_sets[key])
     return sorted(groups.values(), key=lambda g: (-g.bytes, g.label))

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
+from hloscope.analyses.arguments import pytree_path
 from hloscope.frames import DataFrames
 from hloscope.model.module import HloModule
 from hloscope.model.opcodes import OpCategory, category_of, is_known
@@ -20,6 +21,8 @@ class BufferSummary:
     bytes: int
     padded_bytes: int
     memory_space: int
+    path: str = ""  # an entry parameter's pytree path (`params['layers']['mlp']['w1']`)
+    sharding: str = ""  # an entry parameter's sharding as the module states it
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +135,10 @@ def cost_totals(module: HloModule) -> CostTotals:
 def _parameters(module: HloModule) -> list[BufferSummary]:
     found = []
     for parameter in module.entry.parameters:
+        path, sharding = pytree_path(parameter) or "", parameter.sharding or ""
         for index, leaf in parameter.shape.leaves():
-            found.append(_summary(parameter.name, index, leaf))
+            found.append(replace(_summary(parameter.name, index, leaf), path=path,
+                                 sharding=sharding))
     return found
 
 
