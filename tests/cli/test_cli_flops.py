@@ -49,10 +49,14 @@ def test_xla_conventions_reproduce_the_like_xla_totals() -> None:
 
 
 def test_text_by_layer_names_the_loops_and_per_iteration_figures() -> None:
+    """With trip counts the layer loop is unrolled into layer rows; with XLA's conventions (a
+    body counted once) it stays one loop row with its per-iteration figures."""
     result = run("flops", str(SCANNED), "--by", "layer")
     assert result.exit_code == 0, result.output
+    assert "layer_0" in result.output and "(loop body)" not in result.output
+    result = run("flops", str(SCANNED), "--by", "layer", "--xla-conventions")
+    assert result.exit_code == 0, result.output
     assert "FLOPs per iteration" in result.output and "(loop body)" in result.output
-    assert "one layer is one iteration" in result.output
 
 
 def test_top_sums_the_rest_into_one_row(tmp_path: Path) -> None:

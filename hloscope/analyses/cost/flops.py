@@ -280,8 +280,11 @@ def _add_layer_shares(rows: dict[str, Row], charged: list[Charge]) -> None:
     """Each charge's cost split evenly over its layers, added to rows `layer_0` ... (largest
     remainders first, so the shares add up to the cost exactly)."""
     seen: dict[str, set[int]] = {}
+    model_layers = max((c.layers for c in charged), default=0)
     for charge in charged:
-        cost, layers = charge.cost, charge.layers
+        # an outer loop of a nested scan runs groups of layers: its work is every layer's
+        cost = charge.cost
+        layers = model_layers if model_layers % charge.layers == 0 else charge.layers
         parts = [split(value, [1] * layers) for value in
                  (cost.flops, cost.transcendentals, cost.bytes_accessed, cost.collective_bytes)]
         for index in range(layers):

@@ -141,11 +141,17 @@ class LayerLoops:
                         return self._state_origin(graph, source, value.tuple_index or 0, depth)
                     return None
                 value = element
-            elif opcode in _MOVES or opcode == "dynamic-slice" or _is_mover_fusion(value):
+            elif opcode in _MOVES or opcode == "dynamic-slice":
                 operands = graph.operands(value)
                 if not operands:
                     return None
                 value = operands[0]
+            elif opcode == "fusion":
+                number = _fused_data_operand(value, self.graph)
+                operands = graph.operands(value)
+                if number is None or number >= len(operands):
+                    return None
+                value = operands[number]
             else:
                 return None
         return None
@@ -225,15 +231,23 @@ def _fusion_slices(fusion: Instruction, body: ComputationGraph, value: Instructi
                if instruction.opcode == "parameter" and instruction.parameter_number in numbers)
 
 
-def _is_mover_fusion(instruction: Instruction) -> bool:
-    """A fusion of one input whose name says it only moves or converts data (XLA names loop
-    fusions after their opcodes: `convert_bitcast_fusion`, `wrapped_convert`, `copy_fusion`)."""
-    if instruction.opcode != "fusion" or len(instruction.operands) != 1:
-        return False
-    words = set(instruction.name.replace(".", "_").split("_")) - {"fusion", "wrapped"}
-    words = {w for w in words if not w.isdigit()}
-    return bool(words) and words <= {"convert", "bitcast", "copy", "transpose", "reshape",
-                                     "slice", "dynamic"}
+def _fused_data_operand(fusion: Instruction, graph_of) -> int | None:
+    """The operand whose data a fusion only moves, slices or converts (XLA's
+    `dynamic-slice_bitcast_fusion`, `wrapped_convert`, ...): its fused root followed through
+    those ops (a slice's data operand, not its index arithmetic) to a fused parameter."""
+    fused = graph_of(fusion.called_computation("calls") or "")
+    if fused is None:
+        return None
+    value = fused.root
+    for _ in range(_DEPTH_LIMIT):
+        if value.opcode == "parameter":
+            return value.parameter_number
+        operands = fused.operands(value)
+        if not operands or (value.opcode not in _MOVES
+                            and value.opcode not in ("dynamic-slice", "slice")):
+            return None
+        value = operands[0]
+    return None
 
 
 def _is_model_parameter(path: str) -> bool:

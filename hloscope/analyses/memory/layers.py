@@ -6,9 +6,10 @@ stacked layers (its loops found by hloscope.analyses.cost.layer_loops) names non
 - a buffer that is an element of a layer loop's state with the loop's trip count as its leading
   dimension — the stacked parameters, their gradients, the saved activations a forward loop
   stacks for the backward loop — holds one slice per layer: it is split into `layer_0` ..
-  `layer_{L-1}`, an equal share each. In a nested scan the outer loop's elements are
-  `[groups, per group, ...]` (split into every layer) or `[groups, ...]` (one slice per group of
-  layers: `layer_0-3`, `layer_4-7`, ...);
+  `layer_{L-1}`, an equal share each (an inner loop's, inside an outer layer loop, holds the
+  current group's: it counts as the outer loop's body). In a nested scan the outer loop's
+  elements are `[groups, per group, ...]` (split into every layer) or `[groups, ...]` (one
+  slice per group of layers: `layer_0-3`, `layer_4-7`, ...);
 - an argument whose pytree path names the layers (`params['layers']['w1']`,
   `opt_state.mu['blocks'][...]`) with the model's layer count as its leading dimension is split
   alike;
@@ -83,7 +84,7 @@ class ScannedLayers:
                 continue
             computation = self.liveness.program.computation_of.get(instruction)
             loop = computation and self.loops.get(computation.name, instruction.name)
-            if loop and dims[:1] == (loop.layers,):
+            if loop and computation.name not in self._within and dims[:1] == (loop.layers,):
                 return self._split(loop, dims)
         return ()
 
