@@ -185,8 +185,10 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
     traced = load_traced(source, hlo, prefer_json=json_trace)
     result = analyse_traced(traced, device, module, scope_depth, peak_dtype)
     if xprof:
-        heap = traced.xprof_peak_heap_bytes(result.module_name, result.program_id)
-        add_xprof_figures(result, traced, heap)
+        missing = traced.xprof_missing()
+        heap = None if missing else traced.xprof_peak_heap_bytes(result.module_name,
+                                                                 result.program_id)
+        add_xprof_figures(result, traced, heap, missing)
     if export is not None:
         import json
 

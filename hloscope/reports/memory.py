@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hloscope.analyses.memory.analysis import BufferRow, Group, MemoryResult, TimelineStep
 from hloscope.analyses.memory.story import MemoryStory
+from hloscope.reports.paths import with_relative_sources
 from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.units import format_bytes
 
@@ -144,7 +145,7 @@ def live_table(rows: list[BufferRow], top: int | None) -> Table:
     columns += [Column("category", "category"), Column("phase", "phase"),
                 Column("layer", "layer"), Column("op_name", "op_name"),
                 Column("source", "source")]
-    table_rows = [row.to_dict() for row in shown]
+    table_rows = with_relative_sources([row.to_dict() for row in shown])
     if len(rows) > len(shown):
         rest = rows[len(shown):]
         table_rows.append({"name": f"({len(rest)} more)", "bytes": sum(r.bytes for r in rest),
