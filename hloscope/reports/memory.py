@@ -60,7 +60,7 @@ def _summary(result: MemoryResult) -> list:
                                                          "bytes")))
     summary += _xla_lines(result)
     summary += [
-        ("peak at", f"t={result.peak_time} {result.peak_instruction} ({result.peak_phase})"),
+        ("peak at", f"{peak_position(result)} ({result.peak_phase})"),
         ("peak op_name", result.peak_op_name or "(none)"),
         ("buffers", Quantity(result.buffer_count, "int")),
     ]
@@ -132,6 +132,23 @@ def group_table(result: MemoryResult, by: str) -> Table:
 
 def _group_row(group: Group, total: int) -> dict:
     return {**group.to_dict(), "share": group.bytes / total if total else 0.0}
+
+
+def peak_position(result: MemoryResult) -> str:
+    """Where the peak is on the one time axis every report and chart uses: XLA's schedule
+    position t (the live-range time, a loop's body numbered before the loop). A peak inside a
+    loop or call also names the top-level step that encloses it, the row the timeline tables
+    and the chart's x axis show."""
+    where = f"t={result.peak_time} {result.peak_instruction}"
+    step = enclosing_step(result.timeline, result.peak_time)
+    if step is None or step.time == result.peak_time:
+        return where
+    return f"{where}, inside {step.instruction} (t={step.time})"
+
+
+def enclosing_step(steps: list[TimelineStep], time: int) -> TimelineStep | None:
+    """The top-level step running at schedule position `time` (the first at or after it)."""
+    return next((step for step in steps if step.time >= time), None)
 
 
 def live_table(rows: list[BufferRow], top: int | None) -> Table:

@@ -8,6 +8,7 @@ diagnosis (schema hloscope/oom/v1).
 from __future__ import annotations
 
 from hloscope.analyses.oom.diagnosis import OomDiagnosis
+from hloscope.reports.memory import peak_position
 from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.units import format_bytes, format_flops
 
@@ -48,8 +49,8 @@ def _summary(diagnosis: OomDiagnosis) -> list:
         summary.append(("compiler", diagnosis.compiler_verdict))
     result = diagnosis.memory
     summary += [("live peak", Quantity(result.peak_bytes, "bytes")),
-                ("peak happens", f"{result.peak_phase or 'unknown phase'}, at t="
-                                 f"{result.peak_time} {result.peak_instruction}"),
+                ("peak happens", f"{result.peak_phase or 'unknown phase'}, at "
+                                 f"{peak_position(result)}"),
                 ("  op_name", result.peak_op_name or "(none)")]
     summary += _sharding_lines(diagnosis) + _analytic_lines(diagnosis)
     return summary

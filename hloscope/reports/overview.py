@@ -7,7 +7,7 @@ from typing import Any
 from hloscope.analyses.summary.overview import ModuleOverview, Verdict
 from hloscope.formats.sweep import SweepRecord
 from hloscope.reports.flops import breakdown_table, closed_form_notes
-from hloscope.reports.memory import group_table, live_table
+from hloscope.reports.memory import group_table, live_table, peak_position
 from hloscope.reports.report import Column, Quantity, Report, Table
 
 _COMPARISON_COLUMNS = [
@@ -53,8 +53,7 @@ def buffers_report(item: ModuleOverview, top: int) -> Report:
     if memory is None:
         return Report(name="memory", title="Buffers live at the peak", notes=[item.memory_note])
     return Report(name="memory", title="Top live buffers at the peak",
-                  summary=[("peak at", f"t={memory.peak_time} {memory.peak_instruction} "
-                                       f"({memory.peak_phase})")],
+                  summary=[("peak at", f"{peak_position(memory)} ({memory.peak_phase})")],
                   tables=[group_table(memory, "category"), live_table(memory.live_at_peak, top)],
                   notes=[f"{memory.basis}."])
 
