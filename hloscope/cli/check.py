@@ -49,7 +49,8 @@ def command(hlo: HloInput, baseline: Path, max_peak_increase: str | None,
     """Exit 0 when the program is within the thresholds of the baseline, 1 with a table of the
     violations otherwise. A toolchain that differs from the baseline's is said beside them. At
     least one threshold (or --device) is needed, and a baseline compiled for another backend is
-    refused unless --allow-backend-change (exit 2). With $GITHUB_STEP_SUMMARY set, the Markdown report is appended to it.
+    refused unless --allow-backend-change (exit 2). With $GITHUB_STEP_SUMMARY set, the Markdown
+    report is appended to it.
     """
     if max_step_time_increase is not None:
         if device is None:

@@ -160,8 +160,8 @@ def live_table(rows: list[BufferRow], top: int | None) -> Table:
     if any(r.memory_space for r in rows):
         columns.append(Column("memory_space", "S(n)", "int"))
     columns += [Column("category", "category"), Column("phase", "phase"),
-                Column("layer", "layer"), Column("op_name", "op_name"),
-                Column("source", "source")]
+                Column("layer", "layer"), Column("op_name", "op_name", drop=1),
+                Column("source", "source", drop=1)]
     table_rows = with_relative_sources([row.to_dict() for row in shown])
     if len(rows) > len(shown):
         rest = rows[len(shown):]

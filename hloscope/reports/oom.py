@@ -13,13 +13,13 @@ from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.units import format_bytes, format_flops
 
 _REMEDY_COLUMNS = [
-    Column("rank", "rank", "int"), Column("name", "remedy"), Column("change", "change"),
+    Column("rank", "rank", "int"), Column("name", "remedy"), Column("change", "change", drop=2),
     Column("predicted_bytes", "predicted peak", "bytes"),
     Column("compiled_bytes", "compiled peak", "bytes"),
     Column("prediction_error", "error", "percent"), Column("fits", "fits"),
     Column("host_bytes", "pinned host/device", "bytes"), Column("host_fits", "host fits"),
     Column("extra_flops", "extra FLOPs", "flops"),
-    Column("extra_flops_fraction", "of step", "percent"), Column("cost", "cost"),
+    Column("extra_flops_fraction", "of step", "percent"), Column("cost", "cost", drop=2),
 ]
 
 

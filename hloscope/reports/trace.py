@@ -61,8 +61,8 @@ def _table(result: TraceResult, by: str, top: int | None) -> Table:
                    Column("self_us", "self µs", "int"), Column("share", "share", "percent"),
                    Column("mean_us", "mean µs", "int"), Column("events", "events", "int"),
                    Column("executions_per_step", "per step (HLO)", "int"),
-                   Column("computation", "computation"), Column("op_name", "op_name"),
-                   Column("source", "source")]
+                   Column("computation", "computation", drop=1),
+                   Column("op_name", "op_name", drop=1), Column("source", "source", drop=1)]
         values = with_relative_sources([_op_row(r) for r in shown])
     else:
         columns = [Column("key", _TITLES[by]), Column("self_us", "self µs", "int"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from html import escape
 
-from hloscope.reports.cells import human_cell, raw_cell
+from hloscope.reports.cells import human_cell, raw_cell, summary_cell
 from hloscope.reports.report import Report, SummaryValue, Table
 
 STYLE = """
@@ -62,7 +62,7 @@ def heading(text: str, level: int, anchor: str | None = None) -> str:
 
 
 def summary_html(summary: list[tuple[str, SummaryValue]]) -> str:
-    items = "".join(f"<dt>{escape(key)}</dt><dd>{escape(human_cell(value))}</dd>"
+    items = "".join(f"<dt>{escape(key)}</dt><dd>{escape(summary_cell(value))}</dd>"
                     for key, value in summary)
     return f'<dl class="summary">{items}</dl>'
 
