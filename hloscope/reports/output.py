@@ -59,7 +59,7 @@ def check_writable(path: str | Path | None, force: bool) -> None:
 
 
 def _write_atomically(path: Path, rendered: str) -> None:
-    mode = path.stat().st_mode & 0o777 if path.exists() else default_file_mode()
+    mode = path.stat().st_mode & 0o777 if path.exists() else _default_file_mode()
     try:
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
                                              suffix=".tmp")
@@ -78,7 +78,7 @@ def _write_atomically(path: Path, rendered: str) -> None:
         raise
 
 
-def default_file_mode() -> int:
+def _default_file_mode() -> int:
     """0o666 less the umask: what `open(path, "w")` would have created."""
     umask = os.umask(0)
     os.umask(umask)

@@ -19,6 +19,7 @@ from hloscope.analyses.gate.snapshot import snapshot_program
 from hloscope.devices import Device, memory_budget
 from hloscope.errors import UsageError
 from hloscope.formats.snapshot import TOOLCHAIN_KEYS, Snapshot
+from hloscope.frames import Rendered
 from hloscope.loader.program import Program
 from hloscope.units import format_bytes, parse_bytes, parse_threshold
 
@@ -80,7 +81,7 @@ class Unchecked:
 
 
 @dataclass(slots=True)
-class CheckResult:
+class CheckResult(Rendered):
     module: str
     current: Snapshot
     baseline: Snapshot

@@ -34,6 +34,7 @@ from hloscope.analyses.trace.timing import (
 )
 from hloscope.devices import Device
 from hloscope.errors import InputError
+from hloscope.frames import Rendered
 from hloscope.model.trace import PS_PER_US, Trace
 from hloscope.parsers.trace.programs import ProgramIndex, TraceProgram
 
@@ -73,7 +74,7 @@ class ProgramRow:
 
 
 @dataclass(slots=True)
-class TraceResult:
+class TraceResult(Rendered):
     source: str
     kind: str
     module_name: str

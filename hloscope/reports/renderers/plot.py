@@ -20,7 +20,6 @@ from typing import Any
 from hloscope.analyses.memory.analysis import MemoryResult, TimelineStep
 from hloscope.errors import UsageError
 from hloscope.optional import require
-from hloscope.reports.output import default_file_mode
 from hloscope.units import BINARY_UNITS, format_bytes
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -47,12 +46,19 @@ def plot_timeline(result: MemoryResult, path: Path) -> None:
         figure.tight_layout()
         figure.savefig(temporary, format=path.suffix.lower().lstrip("."))
         # mkstemp creates 0600; a plot is shared like any output file (0666 less the umask)
-        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else default_file_mode())
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else _new_file_mode())
         os.replace(temporary, path)
     finally:
         pyplot.close(figure)
         with contextlib.suppress(OSError):
             os.remove(temporary)
+
+
+def _new_file_mode() -> int:
+    """0o666 less the umask: what `open(path, "w")` would have created (as reports.output)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def timeline_svg(result: MemoryResult) -> str:
