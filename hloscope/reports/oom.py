@@ -15,9 +15,10 @@ from hloscope.units import format_bytes, format_flops
 _REMEDY_COLUMNS = [
     Column("rank", "rank", "int"), Column("name", "remedy"), Column("change", "change", drop=2),
     Column("predicted_bytes", "predicted peak", "bytes"),
-    Column("compiled_bytes", "compiled peak", "bytes"),
-    Column("prediction_error", "error", "percent"), Column("fits", "fits"),
-    Column("host_bytes", "pinned host/device", "bytes"), Column("host_fits", "host fits"),
+    Column("compiled_bytes", "compiled peak", "bytes", drop=1),
+    Column("prediction_error", "error", "percent", drop=1), Column("fits", "fits"),
+    Column("host_bytes", "pinned host/device", "bytes", drop=1),
+    Column("host_fits", "host fits", drop=1),
     Column("extra_flops", "extra FLOPs", "flops"),
     Column("extra_flops_fraction", "of step", "percent"), Column("cost", "cost", drop=2),
 ]
