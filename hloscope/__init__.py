@@ -19,7 +19,8 @@ Importing hloscope never imports jax or pandas (jax: `from_jax` only; pandas: `t
     ranked = hloscope.sweep(model="tiny", target="tpu:v5e:2x2", output="sweep_dir/")
 
 Every result has `.to_dict()` (the `--format json` document) and `.to_pandas()` (one DataFrame
-per table; a dict of them when there are several).
+per table; a dict of them when there are several), and shows itself in Jupyter: its report's
+tables and charts (`_repr_html_`), or Markdown where a front end has no HTML.
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ from hloscope.loader.hlo_input import load_all
 from hloscope.loader.hlo_input import load_input as load
 from hloscope.loader.program import Program, load_program
 from hloscope.model.module import Computation, HloModule
+from hloscope.reports import notebook as _notebook  # noqa: F401  (registers the notebook views)
 from hloscope.reports import tables as _tables  # noqa: F401  (registers to_pandas()'s tables)
 from hloscope.version import __version__
 

@@ -147,9 +147,12 @@ def snapshot(module: ModuleLike, output: str | Path | None = None,
 def check(module: ModuleLike, baseline: str | Path, max_peak_increase: str | None = None,
           max_allocation_increase: str | None = None, max_flops_increase: str | None = None,
           max_remat_increase: int | None = None, max_peak: str | None = None,
-          device: str | None = None, max_step_time_increase: str | None = None) -> CheckResult:
+          device: str | None = None, max_step_time_increase: str | None = None,
+          allow_backend_change: bool = False) -> CheckResult:
     """The program against a baseline (from `snapshot`) and thresholds: `result.passed`, the
-    violations, every checked figure, and a toolchain that differs from the baseline's.
+    violations, every checked figure, and a toolchain that differs from the baseline's. At least
+    one threshold (or `device`) is needed, and a baseline of another backend is refused unless
+    `allow_backend_change` (both UsageError).
     Increases are "2%" or an amount ("64MiB", "1e9"); `device` adds its memory budget and the
     estimated step time (`max_step_time_increase`, a percentage, needs it)."""
     from hloscope.analyses.gate.check import check_program, step_time_threshold, thresholds_for
@@ -165,7 +168,7 @@ def check(module: ModuleLike, baseline: str | Path, max_peak_increase: str | Non
         thresholds.append(step_time_threshold(max_step_time_increase))
     program = as_program(module)
     return check_program(program, _label(program), read_snapshot(Path(baseline)), thresholds,
-                         target)
+                         target, allow_backend_change)
 
 
 def trace(source: str | Path, hlo: str | Path | None = None, module: str | None = None,
@@ -185,8 +188,10 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
     traced = load_traced(source, hlo, prefer_json=json_trace)
     result = analyse_traced(traced, device, module, scope_depth, peak_dtype)
     if xprof:
-        heap = traced.xprof_peak_heap_bytes(result.module_name, result.program_id)
-        add_xprof_figures(result, traced, heap)
+        missing = traced.xprof_missing()
+        heap = None if missing else traced.xprof_peak_heap_bytes(result.module_name,
+                                                                 result.program_id)
+        add_xprof_figures(result, traced, heap, missing)
     if export is not None:
         import json
 

@@ -1,4 +1,5 @@
-"""pandas views of analysis results: the `DataFrames` mixin and the registry of result tables.
+"""pandas and notebook views of analysis results: the `DataFrames` and `Rendered` mixins and the
+registries of result tables and views.
 
 A result class gets `to_pandas()` from the `DataFrames` mixin; what its frames hold is decided in
 the reports layer, which registers a tables factory for the class with `register_tables`:
@@ -59,8 +60,44 @@ def result_tables(result: Any) -> Sequence[FramedTable]:
     return tables_factory(type(result))(result)
 
 
-class DataFrames:
-    """Adds `to_pandas()` to a result class (slotted dataclasses too: no state of its own)."""
+_VIEWS: dict[type, Callable[[Any, str], str]] = {}
+
+
+def register_view(result_class: type) -> Callable[[Factory], Factory]:
+    """A decorator registering `view(result, kind) -> str` for `result_class` (and subclasses):
+    the result as "html" (a fragment: tables and charts) or "markdown". The reports layer fills
+    it (`hloscope.reports.notebook`), as it fills the tables registry."""
+    def register(view: Factory) -> Factory:
+        _VIEWS[result_class] = view
+        return view
+    return register
+
+
+def result_view(result: Any, kind: str) -> str | None:
+    for cls in type(result).__mro__:
+        view = _VIEWS.get(cls)
+        if view is not None:
+            return view(result, kind)
+    return None
+
+
+class Rendered:
+    """How Jupyter (and IPython) shows a result: `_repr_html_` (the report's tables and charts,
+    as `hloscope report` draws them) and `_repr_markdown_` for front ends without HTML. None
+    (Jupyter then falls back to repr) when no view is registered."""
+
+    __slots__ = ()
+
+    def _repr_html_(self) -> str | None:
+        return result_view(self, "html")
+
+    def _repr_markdown_(self) -> str | None:
+        return result_view(self, "markdown")
+
+
+class DataFrames(Rendered):
+    """Adds `to_pandas()` to a result class (slotted dataclasses too: no state of its own), and
+    the notebook views of `Rendered`."""
 
     __slots__ = ()
 

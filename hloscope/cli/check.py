@@ -36,16 +36,21 @@ SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
                    "allocation, else the live peak); adds its roofline step time.")
 @click.option("--max-step-time-increase", metavar="N%", default=None,
               help="With --device: fail when the estimated step time grows by more.")
+@click.option("--allow-backend-change", is_flag=True,
+              help="Check against a baseline compiled for another backend (refused otherwise).")
 @click.option("--update", is_flag=True, help="Rewrite the baseline with this program's figures.")
 @output_options
 def command(hlo: HloInput, baseline: Path, max_peak_increase: str | None,
             max_allocation_increase: str | None, max_flops_increase: str | None,
             max_remat_increase: int | None, max_peak: str | None, device: str | None,
-            max_step_time_increase: str | None, update: bool, fmt: str, output: Path | None,
+            max_step_time_increase: str | None, allow_backend_change: bool, update: bool,
+            fmt: str, output: Path | None,
             force: bool) -> int:
     """Exit 0 when the program is within the thresholds of the baseline, 1 with a table of the
-    violations otherwise. A toolchain that differs from the baseline's is said beside them.
-    With $GITHUB_STEP_SUMMARY set, the Markdown report is appended to it.
+    violations otherwise. A toolchain that differs from the baseline's is said beside them. At
+    least one threshold (or --device) is needed, and a baseline compiled for another backend is
+    refused unless --allow-backend-change (exit 2). With $GITHUB_STEP_SUMMARY set, the Markdown
+    report is appended to it.
     """
     if max_step_time_increase is not None:
         if device is None:
@@ -60,7 +65,7 @@ def command(hlo: HloInput, baseline: Path, max_peak_increase: str | None,
         return EXIT_OK
     result = check(program, baseline, max_peak_increase, max_allocation_increase,
                    max_flops_increase, max_remat_increase, max_peak, device,
-                   max_step_time_increase)
+                   max_step_time_increase, allow_backend_change)
     report = check_report(result, result.kinds)
     emit(report, fmt, output, force)
     _append_step_summary(report)

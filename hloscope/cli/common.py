@@ -6,6 +6,9 @@
     def command(hlo: HloInput, fmt: str, output: Path | None, force: bool) -> None:
         emit(inspect_report(inspect(hlo.load())), fmt, output, force)
 
+Text on a terminal fits its width (`terminal_width`: $COLUMNS, else the terminal's size; a pipe
+or a file is never cut); `--wide` (every command that prints a report) shows every column.
+
 `output_options` resolves the format (an explicit --format wins, else -o's suffix, else text) and
 refuses an existing -o FILE without --force before the command runs, so a long analysis never
 ends in a refusal. HLO input is only collected here; `HloInput.load()` calls the loader lazily.
@@ -44,6 +47,7 @@ def output_options(command: CommandFunction) -> CommandFunction:
 
     checked = click.option("--force", is_flag=True,
                            help="Overwrite the -o file if it exists.")(checked)
+    checked = wide_option(checked)
     checked = click.option("-o", "--output", metavar="FILE", default=None,
                            type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
                            help="Write the report to FILE instead of standard output.")(checked)
@@ -55,8 +59,45 @@ def output_options(command: CommandFunction) -> CommandFunction:
 
 
 def emit(report: Report, fmt: str | None, output: Path | None, force: bool) -> None:
-    """Writes `report` as `fmt` (None: inferred from `output`) to `output` or stdout."""
-    write_report(report, resolve_format(fmt, output), output, force)
+    """Writes `report` as `fmt` (None: inferred from `output`) to `output` or stdout; text on
+    standard output fits the terminal unless --wide."""
+    wide = click.get_current_context(silent=True) is None or _wide()
+    width = None if wide or output is not None else terminal_width()
+    write_report(report, resolve_format(fmt, output), output, force, width)
+
+
+WIDE_KEY = "hloscope.wide"
+
+
+def wide_option(command: CommandFunction) -> CommandFunction:
+    """Adds --wide: text output shows every column and whole cells, whatever the terminal."""
+
+    def remember(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+        ctx.meta[WIDE_KEY] = value
+        return value
+
+    return click.option("--wide", is_flag=True, expose_value=False, callback=remember,
+                        help="Text: show every column and whole cells (default: fit the "
+                             "terminal's width).")(command)
+
+
+def _wide() -> bool:
+    return bool(click.get_current_context().meta.get(WIDE_KEY))
+
+
+def terminal_width() -> int | None:
+    """The width text output must fit: $COLUMNS when set (a positive number), else the size of
+    the terminal standard output is; None (no limit) when standard output is not a terminal."""
+    import os
+    import shutil
+    import sys
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
 
 
 @dataclass(frozen=True, slots=True)

@@ -231,9 +231,12 @@ def _mesh_text_values(text: str, kwargs: dict[str, Any]) -> dict[str, int]:
 
 
 def format_option(command: CommandFunction) -> CommandFunction:
-    return click.option("--format", "fmt", default=DEFAULT_FORMAT,
-                        type=click.Choice(format_names(), case_sensitive=False),
-                        help=f"Report format on standard output: {describe_formats()}.")(command)
+    from hloscope.cli.common import wide_option
+
+    return wide_option(click.option(
+        "--format", "fmt", default=DEFAULT_FORMAT,
+        type=click.Choice(format_names(), case_sensitive=False),
+        help=f"Report format on standard output: {describe_formats()}.")(command))
 
 
 def cache_options(command: CommandFunction) -> CommandFunction:

@@ -16,13 +16,14 @@ from typing import Any
 
 from hloscope.errors import InputError, ParseError, SourceLocation
 from hloscope.formats.json_text import document_text, replace_file
+from hloscope.frames import Rendered
 
 SNAPSHOT_SCHEMA = "hloscope/snapshot/v1"
 TOOLCHAIN_KEYS = ("backend", "jax", "jaxlib", "libtpu", "xla_flags")
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
+class Snapshot(Rendered):
     """One module's kept figures (None when unknown, e.g. memory of an unscheduled module)."""
 
     module: str

@@ -12,9 +12,12 @@ from pathlib import Path
 
 from hloscope.formats.profile import find_dump_folder
 from hloscope.model.trace import Trace
+from hloscope.optional import available
 from hloscope.parsers.trace import load_trace, trace_programs
 from hloscope.parsers.trace.programs import ProgramIndex
 from hloscope.parsers.trace.xprof import xprof_peak_heap
+
+XPROF_EXTRA = "hloscope[profile]"
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,15 @@ class TracedRun:
             return None
         figures = xprof_peak_heap(Path(self.trace.source), module, program_id)
         return None if figures is None else figures.peak_heap_bytes
+
+    def xprof_missing(self) -> str | None:
+        """Why xprof cannot give a peak heap for this trace ("n/a: ..."), or None when it can
+        be asked."""
+        if self.trace.kind != "xplane":
+            return "n/a: only an XSpace (xplane.pb) carries the memory profile, not a trace JSON"
+        if not available("xprof"):
+            return f"n/a: install {XPROF_EXTRA} (xprof) for its memory_viewer peak heap"
+        return None
 
 
 def load_traced(source: str | Path, hlo: str | Path | None = None,

@@ -1,8 +1,9 @@
 """XLA's dump folder: its HLO text files and how one module among them is named.
 
 A dump folder holds one `module_NNNN.<name>.<backend>_after_optimizations.txt` per program (and
-the `before_optimizations` text when asked for); a module is named by its module name, its file
-name or its program id NNNN.
+the `before_optimizations` text when asked for), each possibly gzip-compressed (`.txt.gz`, as
+hloscope's trace fixture keeps them); a module is named by its module name, its file name or its
+program id NNNN.
 
 Without a name, the main module is the train step: the largest of the modules with a backward
 pass (an op_name under JAX's `transpose(jvp(...))`), since a folder dumped around a training
@@ -12,6 +13,7 @@ bounded memory.
 """
 from __future__ import annotations
 
+import gzip
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,7 +23,8 @@ from hloscope.errors import InputError
 
 AFTER_OPTIMIZATIONS = "after_optimizations.txt"
 BEFORE_OPTIMIZATIONS = "before_optimizations.txt"
-_DUMP_NAME = re.compile(r"module_(\d+)\.([^.]+)\..*(?:after|before)_optimizations\.txt$")
+_DUMP_NAME = re.compile(r"module_(\d+)\.([^.]+)\..*(?:after|before)_optimizations\.txt(?:\.gz)?$")
+GZIP_SUFFIX = ".gz"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +40,8 @@ class DumpFile:
 def dump_files(folder: Path) -> list[DumpFile]:
     """The HLO text files of a dump folder: after-optimization ones, else before-optimization."""
     for suffix in (AFTER_OPTIMIZATIONS, BEFORE_OPTIMIZATIONS):
-        found = [_dump_file(p) for p in sorted(folder.glob(f"*{suffix}")) if p.is_file()]
+        paths = sorted([*folder.glob(f"*{suffix}"), *folder.glob(f"*{suffix}{GZIP_SUFFIX}")])
+        found = [_dump_file(p) for p in paths if p.is_file()]
         if found:
             return found
     return []
@@ -63,7 +67,8 @@ def has_backward_pass(path: Path) -> bool:
 @lru_cache(maxsize=4096)
 def _scan_for_backward_pass(path: Path, size: int, mtime_ns: int) -> bool:
     tail = b""
-    with path.open("rb") as stream:
+    opened = gzip.open(path, "rb") if path.suffix == GZIP_SUFFIX else path.open("rb")  # noqa: SIM115
+    with opened as stream:
         while chunk := stream.read(_CHUNK):
             if BACKWARD_MARKER in tail + chunk:
                 return True

@@ -17,6 +17,8 @@ from hloscope.units import format_bytes, format_flops
 def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, int):  # one number format: every count grouped, as "int" cells are
+        return f"{value:,}"
     return str(value)
 
 
@@ -52,6 +54,20 @@ def human_cell(value: Any, kind: ColumnKind = "text") -> str:
     if kind != "text" and not _is_finite_number(value):
         return _text(value)
     return _HUMAN[kind](value)
+
+
+NOT_AVAILABLE = "n/a"
+
+
+def summary_cell(value: Any) -> str:
+    """A summary value as `human_cell` shows it, "n/a" where that is blank: a headline field is
+    never left empty (factories give the reason, "n/a (why)", where they know it)."""
+    return human_cell(value) or NOT_AVAILABLE
+
+
+def not_available(reason: str) -> str:
+    """`n/a (reason)`: how a report says a figure it cannot give."""
+    return f"{NOT_AVAILABLE} ({reason})"
 
 
 def _is_finite_number(value: Any) -> bool:

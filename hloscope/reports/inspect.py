@@ -13,14 +13,16 @@ _BUFFER_COLUMNS = [
 ]
 
 
-def inspect_report(result: InspectResult) -> Report:
+def inspect_report(result: InspectResult, top: int | None = None) -> Report:
+    """The report; with `top`, each table shows its N largest rows and one "(N more)" row that
+    sums the rest (a model has hundreds of parameter and output leaves)."""
     return Report(
         name="inspect",
         title=f"Module {result.module_name}",
         summary=_summary(result),
-        tables=[_op_table(result), _category_table(result),
-                _buffer_table("parameters", "Entry parameters", result.parameters),
-                _buffer_table("outputs", "Outputs", result.outputs)],
+        tables=[_op_table(result, top), _category_table(result),
+                _buffer_table("parameters", "Entry parameters", result.parameters, top),
+                _buffer_table("outputs", "Outputs", result.outputs, top)],
         notes=_notes(result),
         data=result.to_dict(),
     )
@@ -65,8 +67,15 @@ def _cost_summary(result: InspectResult) -> list:
     ]
 
 
-def _op_table(result: InspectResult) -> Table:
-    return _count_table("op_counts", "opcode", result.op_counts, result.instruction_count)
+def _op_table(result: InspectResult, top: int | None) -> Table:
+    table = _count_table("op_counts", "opcode", result.op_counts, result.instruction_count)
+    rows = sorted(table.rows, key=lambda r: -r["count"])
+    if top is not None and len(rows) > top:
+        rest = rows[top:]
+        count = sum(r["count"] for r in rest)
+        table.rows = [*rows[:top], {"opcode": f"({len(rest)} more)", "count": count,
+                                    "share": count / max(result.instruction_count, 1)}]
+    return table
 
 
 def _category_table(result: InspectResult) -> Table:
@@ -81,15 +90,24 @@ def _count_table(name: str, key: str, counts: dict[str, int], total: int) -> Tab
                   Column("share", "share", "percent")], rows)
 
 
-def _buffer_table(name: str, title: str, buffers: list[BufferSummary]) -> Table:
+def _buffer_table(name: str, title: str, buffers: list[BufferSummary],
+                  top: int | None = None) -> Table:
     """Parameters are named by their pytree path when JAX wrote one (`params['w1']`, not
-    `param.3`), with their sharding when any has one."""
+    `param.3`), with their sharding when any has one; past `top`, the largest are shown and
+    the rest summed in one row."""
     columns = list(_BUFFER_COLUMNS)
     if any(b.sharding for b in buffers):
-        columns.append(Column("sharding", "sharding"))
-    return Table(name, title, columns, [
-        {"name": b.path or b.name, "index": b.index, "shape": b.shape, "bytes": b.bytes,
-         "padded_bytes": b.padded_bytes, "sharding": b.sharding} for b in buffers])
+        columns.append(Column("sharding", "sharding", drop=1))
+    if top is not None and len(buffers) > top:
+        title = f"{title}: the {top} largest of {len(buffers)}"
+        buffers = sorted(buffers, key=lambda b: -b.bytes)
+    rows = [{"name": b.path or b.name, "index": b.index, "shape": b.shape, "bytes": b.bytes,
+             "padded_bytes": b.padded_bytes, "sharding": b.sharding} for b in buffers[:top]]
+    rest = buffers[len(rows):]
+    if rest:
+        rows.append({"name": f"({len(rest)} more)", "bytes": sum(b.bytes for b in rest),
+                     "padded_bytes": sum(b.padded_bytes for b in rest)})
+    return Table(name, title, columns, rows)
 
 
 def _notes(result: InspectResult) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hloscope.analyses.memory.analysis import BufferRow, Group, MemoryResult, TimelineStep
 from hloscope.analyses.memory.story import MemoryStory
+from hloscope.reports.paths import with_relative_sources
 from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.units import format_bytes
 
@@ -59,7 +60,7 @@ def _summary(result: MemoryResult) -> list:
                                                          "bytes")))
     summary += _xla_lines(result)
     summary += [
-        ("peak at", f"t={result.peak_time} {result.peak_instruction} ({result.peak_phase})"),
+        ("peak at", f"{peak_position(result)} ({result.peak_phase})"),
         ("peak op_name", result.peak_op_name or "(none)"),
         ("buffers", Quantity(result.buffer_count, "int")),
     ]
@@ -133,6 +134,23 @@ def _group_row(group: Group, total: int) -> dict:
     return {**group.to_dict(), "share": group.bytes / total if total else 0.0}
 
 
+def peak_position(result: MemoryResult) -> str:
+    """Where the peak is on the one time axis every report and chart uses: XLA's schedule
+    position t (the live-range time, a loop's body numbered before the loop). A peak inside a
+    loop or call also names the top-level step that encloses it, the row the timeline tables
+    and the chart's x axis show."""
+    where = f"t={result.peak_time} {result.peak_instruction}"
+    step = enclosing_step(result.timeline, result.peak_time)
+    if step is None or step.time == result.peak_time:
+        return where
+    return f"{where}, inside {step.instruction} (t={step.time})"
+
+
+def enclosing_step(steps: list[TimelineStep], time: int) -> TimelineStep | None:
+    """The top-level step running at schedule position `time` (the first at or after it)."""
+    return next((step for step in steps if step.time >= time), None)
+
+
 def live_table(rows: list[BufferRow], top: int | None) -> Table:
     shown = rows if top is None else rows[:top]
     columns = [Column("name", "buffer"), Column("bytes", "bytes", "bytes")]
@@ -142,11 +160,11 @@ def live_table(rows: list[BufferRow], top: int | None) -> Table:
     if any(r.memory_space for r in rows):
         columns.append(Column("memory_space", "S(n)", "int"))
     columns += [Column("category", "category"), Column("phase", "phase"),
-                Column("layer", "layer"), Column("op_name", "op_name"),
-                Column("source", "source")]
+                Column("layer", "layer"), Column("op_name", "op_name", drop=1),
+                Column("source", "source", drop=1)]
     if any(r.sharding for r in shown):
-        columns.append(Column("sharding", "sharding"))
-    table_rows = [_live_row(row) for row in shown]
+        columns.append(Column("sharding", "sharding", drop=1))
+    table_rows = with_relative_sources([_live_row(row) for row in shown])
     if len(rows) > len(shown):
         rest = rows[len(shown):]
         table_rows.append({"name": f"({len(rest)} more)", "bytes": sum(r.bytes for r in rest),

@@ -8,17 +8,19 @@ diagnosis (schema hloscope/oom/v1).
 from __future__ import annotations
 
 from hloscope.analyses.oom.diagnosis import OomDiagnosis
+from hloscope.reports.memory import peak_position
 from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.units import format_bytes, format_flops
 
 _REMEDY_COLUMNS = [
-    Column("rank", "rank", "int"), Column("name", "remedy"), Column("change", "change"),
+    Column("rank", "rank", "int"), Column("name", "remedy"), Column("change", "change", drop=2),
     Column("predicted_bytes", "predicted peak", "bytes"),
-    Column("compiled_bytes", "compiled peak", "bytes"),
-    Column("prediction_error", "error", "percent"), Column("fits", "fits"),
-    Column("host_bytes", "pinned host/device", "bytes"), Column("host_fits", "host fits"),
+    Column("compiled_bytes", "compiled peak", "bytes", drop=1),
+    Column("prediction_error", "error", "percent", drop=1), Column("fits", "fits"),
+    Column("host_bytes", "pinned host/device", "bytes", drop=1),
+    Column("host_fits", "host fits", drop=1),
     Column("extra_flops", "extra FLOPs", "flops"),
-    Column("extra_flops_fraction", "of step", "percent"), Column("cost", "cost"),
+    Column("extra_flops_fraction", "of step", "percent"), Column("cost", "cost", drop=2),
 ]
 
 
@@ -48,8 +50,8 @@ def _summary(diagnosis: OomDiagnosis) -> list:
         summary.append(("compiler", diagnosis.compiler_verdict))
     result = diagnosis.memory
     summary += [("live peak", Quantity(result.peak_bytes, "bytes")),
-                ("peak happens", f"{result.peak_phase or 'unknown phase'}, at t="
-                                 f"{result.peak_time} {result.peak_instruction}"),
+                ("peak happens", f"{result.peak_phase or 'unknown phase'}, at "
+                                 f"{peak_position(result)}"),
                 ("  op_name", result.peak_op_name or "(none)")]
     summary += _sharding_lines(diagnosis) + _analytic_lines(diagnosis)
     return summary

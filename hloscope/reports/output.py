@@ -16,14 +16,19 @@ from pathlib import Path
 
 from hloscope.errors import OutputExistsError, UsageError
 from hloscope.reports.registry import STDOUT, OutputFormat, get_format
+from hloscope.reports.renderers import text
 from hloscope.reports.report import Report
 
 
 def write_report(report: Report, fmt: str | OutputFormat, path: str | Path | None,
-                 force: bool = False) -> None:
-    """Renders `report` as `fmt` to stdout (`path` None or "-") or to `path`."""
+                 force: bool = False, width: int | None = None) -> None:
+    """Renders `report` as `fmt` to stdout (`path` None or "-") or to `path`; text fits `width`
+    columns when given (`renderers.text`)."""
     output_format = get_format(fmt) if isinstance(fmt, str) else fmt
-    rendered = output_format.render(report)
+    if width is not None and output_format.name == "text":
+        rendered = text.render(report, width)
+    else:
+        rendered = output_format.render(report)
     if path is None or str(path) == STDOUT:
         sys.stdout.write(rendered)
         sys.stdout.flush()

@@ -6,8 +6,9 @@ from typing import Any
 
 from hloscope.analyses.summary.overview import ModuleOverview, Verdict
 from hloscope.formats.sweep import SweepRecord
+from hloscope.reports.cells import not_available
 from hloscope.reports.flops import breakdown_table, closed_form_notes
-from hloscope.reports.memory import group_table, live_table
+from hloscope.reports.memory import group_table, live_table, peak_position
 from hloscope.reports.report import Column, Quantity, Report, Table
 
 _COMPARISON_COLUMNS = [
@@ -53,8 +54,7 @@ def buffers_report(item: ModuleOverview, top: int) -> Report:
     if memory is None:
         return Report(name="memory", title="Buffers live at the peak", notes=[item.memory_note])
     return Report(name="memory", title="Top live buffers at the peak",
-                  summary=[("peak at", f"t={memory.peak_time} {memory.peak_instruction} "
-                                       f"({memory.peak_phase})")],
+                  summary=[("peak at", f"{peak_position(memory)} ({memory.peak_phase})")],
                   tables=[group_table(memory, "category"), live_table(memory.live_at_peak, top)],
                   notes=[f"{memory.basis}."])
 
@@ -72,7 +72,7 @@ def comparison_report(overviews: list[ModuleOverview], verdict: Verdict,
     rows = [_comparison_row(item, verdict) for item in overviews]
     summary: list = [("inputs", len(overviews)),
                      ("capacity per device", Quantity(capacity, "bytes") if capacity
-                      else "unknown"),
+                      else not_available("no --device or --capacity given")),
                      ("fastest that fits", verdict.winner or "none"), ("why", verdict.reason)]
     return Report(name="comparison", title="Side by side", summary=summary,
                   tables=[Table("inputs", "Inputs (figures per device)", _COMPARISON_COLUMNS,

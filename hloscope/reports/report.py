@@ -34,11 +34,14 @@ def schema_id(report_name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One table column: `key` in the row dicts (and the CSV header), `header` for humans."""
+    """One table column: `key` in the row dicts (and the CSV header), `header` for humans.
+    `drop` orders the columns a narrow terminal hides (higher first, then from the right; 0
+    for the rest): long descriptions before figures."""
 
     key: str
     header: str
     kind: ColumnKind = "text"
+    drop: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in COLUMN_KINDS:

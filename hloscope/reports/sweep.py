@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from hloscope.analyses.summary.variant import BuildSummary
+from hloscope.reports.cells import not_available
 from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.sweeps.core import SweepResult
 
@@ -39,6 +40,9 @@ def sweep_report(result: SweepResult) -> Report:
                   notes=_notes(result, data), data=data)
 
 
+UNKNOWN_MEMORY = "the target device's memory is not known"
+
+
 def _title(data: dict[str, Any]) -> str:
     winner = f"winner {data['winner']!r}" if data["winner"] else "no variant fits"
     return f"Sweep: {data['model']} on {data['target']} — {winner}"
@@ -54,7 +58,8 @@ def _summary(data: dict[str, Any]) -> list:
         ("model", f"{data['model']}: {data['parameters']:,} parameters, {config['n_layers']} "
                   f"layers, d_model {config['d_model']}, seq {_listed(grid['seq_len'])}"),
         ("target", _sweep_target(data)),
-        ("capacity per device", Quantity(data["capacity_bytes"], "bytes")),
+        ("capacity per device", Quantity(data["capacity_bytes"], "bytes")
+         if data["capacity_bytes"] is not None else not_available(UNKNOWN_MEMORY)),
         ("global batch", batch),
         ("sharding", _sharding(config)),
         ("compiles", f"{data['compiles']} compiled, {data['cache_hits']} from the cache, "
@@ -229,21 +234,26 @@ def _build_summary(summary: BuildSummary) -> list:
         ("status", figures.status),
         ("source", "the cache" if cached else "compiled"),
         ("fits", "unknown" if figures.fits is None else figures.fits),
-        ("  decided by", figures.fit_source),
+        ("  decided by", figures.fit_source or not_available(
+            UNKNOWN_MEMORY if figures.capacity_bytes is None else f"status {figures.status}")),
         ("folder", str(build.folder)),
         ("parameters", manifest["parameters"]),
         *_target_lines(manifest),
         ("global batch", figures.batch),
         ("device memory needed", Quantity(figures.required_bytes, "bytes")),
         ("  from", figures.required_source),
-        ("capacity", Quantity(figures.capacity_bytes, "bytes")),
+        ("capacity", Quantity(figures.capacity_bytes, "bytes")
+         if figures.capacity_bytes is not None else not_available(UNKNOWN_MEMORY)),
         ("live peak", Quantity(hlo.live_peak_bytes if hlo else None, "bytes")),
         ("compile seconds", Quantity(figures.compile_seconds, "int")),
         ("FLOPs per device", Quantity(hlo.total_flops if hlo else None, "flops")),
         *_closed_form_lines(hlo),
         ("recompute overhead", Quantity(hlo.recompute_overhead if hlo else None, "percent")),
         *_collective_lines(hlo),
-        ("estimated step seconds", Quantity(figures.step_seconds, "int")),
+        ("estimated step seconds", Quantity(figures.step_seconds, "int")
+         if figures.step_seconds is not None else not_available(
+             "no roofline: the device's peak FLOP/s and bandwidth are not known" if hlo
+             else "no compiled program to analyse")),
         *_step_lines(figures),
         ("fingerprint", figures.fingerprint),
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from hloscope.analyses.trace.analysis import OpRow, TraceResult
+from hloscope.reports.paths import with_relative_sources
 from hloscope.reports.report import Column, Quantity, Report, Table
 
 BREAKDOWNS = ("phase", "scope", "layer", "op")
@@ -40,8 +41,11 @@ def _summary(result: TraceResult) -> list:
         summary += [("MFU", Quantity(result.mfu, "percent")),
                     ("HFU", Quantity(result.hfu, "percent"))]
     summary.append(("MFU / HFU", result.mfu_note))
-    for key, value in result.extra.items():
-        summary.append((key.replace("_", " "), _extra(value)))
+    extra = dict(result.extra)
+    note = extra.pop("xprof_note", None)
+    for key, value in extra.items():
+        shown = note if value is None and key == "xprof_peak_heap_bytes" else _extra(value)
+        summary.append((key.replace("_", " "), shown))
     return summary
 
 
@@ -54,11 +58,12 @@ def _table(result: TraceResult, by: str, top: int | None) -> Table:
     shown = rows if top is None else rows[:top]
     if by == "op":
         columns = [Column("instruction", "instruction"), Column("opcode", "opcode"),
-                   Column("computation", "computation"), Column("events", "events", "int"),
+                   Column("self_us", "self µs", "int"), Column("share", "share", "percent"),
+                   Column("mean_us", "mean µs", "int"), Column("events", "events", "int"),
                    Column("executions_per_step", "per step (HLO)", "int"),
-                   Column("self_us", "self µs", "int"), Column("mean_us", "mean µs", "int"),
-                   Column("share", "share", "percent")]
-        values = [_op_row(r) for r in shown]
+                   Column("computation", "computation", drop=1),
+                   Column("op_name", "op_name", drop=1), Column("source", "source", drop=1)]
+        values = with_relative_sources([_op_row(r) for r in shown])
     else:
         columns = [Column("key", _TITLES[by]), Column("self_us", "self µs", "int"),
                    Column("share", "share", "percent")]
@@ -74,7 +79,20 @@ def _table(result: TraceResult, by: str, top: int | None) -> Table:
 def _op_row(row: OpRow) -> dict:
     data = asdict(row)
     data["self_us"], data["mean_us"] = round(data["self_us"]), round(data["mean_us"])
+    data["computation"] = demangle(row.computation)
     return data
+
+
+_PASS_TOKENS = frozenset({"wide", "clone", "sunk"})
+
+
+def demangle(computation: str) -> str:
+    """A computation's name as the program named it: XLA's passes add `wide.` prefixes (while
+    loop simplification), `.clone` and `.sunk` suffixes and `.N` uniquing numbers, so
+    `wide.wide.region_26.89.clone.sunk` is `region_26`; `.remat` clones keep their mark."""
+    tokens = [t for t in computation.split(".") if t not in _PASS_TOKENS]
+    kept = tokens[:1] + [t for t in tokens[1:] if not t.isdigit()]
+    return ".".join(kept) or computation
 
 
 def _programs(result: TraceResult) -> Table:

@@ -21,6 +21,7 @@ from hloscope.devices import memory_budget
 from hloscope.errors import UsageError
 from hloscope.formats.build import LOG_FILE, read_build
 from hloscope.formats.sweep import builds_folder, write_sweep
+from hloscope.frames import Rendered
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.policies import Variant
@@ -96,7 +97,7 @@ class SweepRequest:
 
 
 @dataclass
-class SweepResult:
+class SweepResult(Rendered):
     request: SweepRequest
     outcomes: list[VariantOutcome]
     winner: str | None

@@ -136,6 +136,7 @@ def test_report_in_a_real_browser(tmp_path: Path, driver) -> None:
     driver.get(out.as_uri())
     errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
     assert errors == []
+    driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
     labels = driver.find_elements("css selector", "figure[data-figure=timeline] #peak-label text")
     shown = [int(PEAK_LABEL.search(label.text).group(1).replace(",", "")) for label in labels]
     assert shown == [memory_json(TPU / name)["peak_bytes"] for name in ("remat-none",
@@ -148,3 +149,25 @@ def test_report_in_a_real_browser(tmp_path: Path, driver) -> None:
     mean = sum(level * n for level, n in enumerate(counts)) / total
     variance = sum(n * (level - mean) ** 2 for level, n in enumerate(counts)) / total
     assert variance > 100, f"blank screenshot? variance {variance:.1f}"
+
+
+def test_report_is_compact(tmp_path: Path, driver) -> None:
+    """issue 21: two tiny inputs made a 7,600 px page whose tables scrolled sideways. Now the
+    first section is open and the others collapsed, and no table is wider than its box at the
+    browser's 1280 px window, every section open."""
+    out = tmp_path / "report.html"
+    assert run("report", str(TPU / "remat-none"), str(TPU / "remat-full"), "-o", str(out))[0] == 0
+    driver.get(out.as_uri())
+    sections = driver.find_elements("css selector", "section > details")
+    assert len(sections) == 3 and [d.get_attribute("open") is not None for d in sections] == [
+        True, False, False]
+    assert driver.execute_script("return document.documentElement.scrollHeight") < 2500
+    driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+    overflowing = driver.execute_script(
+        "return [...document.querySelectorAll('div.table')]"
+        ".filter(box => box.scrollWidth > box.clientWidth + 1).length")
+    assert overflowing == 0
+    tallest = driver.execute_script(
+        "return Math.max(...[...document.querySelectorAll('div.table')]"
+        ".map(box => box.getBoundingClientRect().height))")
+    assert tallest <= 360

@@ -19,6 +19,7 @@ from hloscope.analyses.gate.snapshot import snapshot_program
 from hloscope.devices import Device, memory_budget
 from hloscope.errors import UsageError
 from hloscope.formats.snapshot import TOOLCHAIN_KEYS, Snapshot
+from hloscope.frames import Rendered
 from hloscope.loader.program import Program
 from hloscope.units import format_bytes, parse_bytes, parse_threshold
 
@@ -80,7 +81,7 @@ class Unchecked:
 
 
 @dataclass(slots=True)
-class CheckResult:
+class CheckResult(Rendered):
     module: str
     current: Snapshot
     baseline: Snapshot
@@ -109,12 +110,32 @@ class CheckResult:
 
 
 def check_program(program: Program, label: str, baseline: Snapshot,
-                  thresholds: list[Threshold], device: Device | None = None) -> CheckResult:
-    """`program`'s snapshot against `baseline`, with the kinds of its headline figures."""
+                  thresholds: list[Threshold], device: Device | None = None,
+                  allow_backend_change: bool = False) -> CheckResult:
+    """`program`'s snapshot against `baseline`, with the kinds of its headline figures.
+
+    A gate that checks nothing is refused (UsageError): no threshold and no device would pass
+    every program. So is a baseline compiled for another backend (a CPU program against a TPU
+    baseline compares unlike figures) unless `allow_backend_change`."""
+    if not thresholds and device is None:
+        raise UsageError("check needs a threshold (--max-peak-increase, "
+                         "--max-allocation-increase, --max-flops-increase, "
+                         "--max-remat-increase, --max-peak or --device): without one it would "
+                         "check nothing and pass")
     taken = snapshot_program(program, label)
+    _check_backend(taken.snapshot, baseline, allow_backend_change)
     result = check(taken.snapshot, baseline, thresholds, device)
     result.kinds.update({m.key: m.kind for m in taken.metrics(device)})
     return result
+
+
+def _check_backend(current: Snapshot, baseline: Snapshot, allowed: bool) -> None:
+    old, new = baseline.toolchain.get("backend"), current.toolchain.get("backend")
+    if allowed or old is None or new is None or old == new:
+        return
+    raise UsageError(f"the baseline was compiled for {old.upper()} and this program for "
+                     f"{new.upper()}: their figures are not comparable; pass "
+                     "--allow-backend-change to check it anyway (or take a new baseline)")
 
 
 def thresholds_for(peak: str | None = None, allocation: str | None = None,

@@ -42,6 +42,7 @@ from hloscope.devices import Device, memory_budget
 from hloscope.errors import HloscopeError
 from hloscope.formats.build import BuildFolder
 from hloscope.formats.compile_record import MemoryFigures
+from hloscope.frames import Rendered
 from hloscope.loader.build import LoadedBuild
 from hloscope.model.module import HloModule
 from hloscope.spec.targets import parse_target
@@ -342,7 +343,7 @@ def _fit(status: str, backend: str, required: int | None,
 
 
 @dataclass(frozen=True)
-class BuildSummary:
+class BuildSummary(Rendered):
     """A build folder, the figures a sweep would rank it by, and whether the cache gave it."""
 
     build: BuildFolder

@@ -34,6 +34,7 @@ from hloscope.analyses.trace.timing import (
 )
 from hloscope.devices import Device
 from hloscope.errors import InputError
+from hloscope.frames import Rendered
 from hloscope.model.trace import PS_PER_US, Trace
 from hloscope.parsers.trace.programs import ProgramIndex, TraceProgram
 
@@ -59,6 +60,8 @@ class OpRow:
     self_us: float
     mean_us: float
     share: float
+    op_name: str = ""  # the instruction's metadata op_name (JAX's name stack)
+    source: str = ""  # file:line from its metadata or stack frame, as the HLO records it
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,7 @@ class ProgramRow:
 
 
 @dataclass(slots=True)
-class TraceResult:
+class TraceResult(Rendered):
     source: str
     kind: str
     module_name: str
@@ -203,10 +206,19 @@ def _op_rows(events: list[JoinedEvent], executions: dict[str, int], op_ps: int) 
     rows = []
     for name, group in grouped.items():
         total = sum(j.self_ps for j in group)
-        rows.append(OpRow(name, group[0].instruction.opcode, group[0].computation, len(group),
+        instruction = group[0].instruction
+        rows.append(OpRow(name, instruction.opcode, group[0].computation, len(group),
                           executions.get(name, 0), total / PS_PER_US,
-                          total / len(group) / PS_PER_US, total / op_ps if op_ps else 0.0))
+                          total / len(group) / PS_PER_US, total / op_ps if op_ps else 0.0,
+                          instruction.op_name, _source(group[0])))
     return sorted(rows, key=lambda r: (-r.self_us, r.instruction))
+
+
+def _source(joined: JoinedEvent) -> str:
+    if joined.program is None or joined.instruction is None:
+        return ""
+    file_name, line = joined.program.module.source_location(joined.instruction)
+    return f"{file_name}:{line}" if file_name else ""
 
 
 def _time_rows(times: dict[str, float], op_ps: int, flops_by_key: dict[str, int] | None = None,

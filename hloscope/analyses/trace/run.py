@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hloscope.analyses.cost.flops import DEFAULT_SCOPE_DEPTH
 from hloscope.analyses.trace.analysis import TraceResult, analyze_trace
 from hloscope.devices import Device, get_device
-from hloscope.errors import HloscopeError
+from hloscope.errors import HloscopeError, UsageError
 from hloscope.loader.trace import TracedRun
 from hloscope.model.trace import Trace
 
@@ -31,14 +31,17 @@ def analyse_traced(traced: TracedRun, device: str | Device | None = None,
                          peak_dtype)
 
 
-def add_xprof_figures(result: TraceResult, traced: TracedRun, peak_heap_bytes: int | None) -> None:
+def add_xprof_figures(result: TraceResult, traced: TracedRun, peak_heap_bytes: int | None,
+                      missing: str | None = None) -> None:
     """xprof's peak heap of the analysed program (`TracedRun.xprof_peak_heap_bytes`) and the live
-    peak beside it, in `result.extra`; nothing when xprof gave none."""
-    if peak_heap_bytes is None:
-        return
+    peak beside it, in `result.extra`. When xprof gave none, the peak heap is None and
+    `xprof_note` says why (`missing`, e.g. "n/a: install 'hloscope[profile]'"): a figure the
+    user was promised is never silently dropped."""
     analysed = _memory(result, traced)
     result.extra.update({"xprof_peak_heap_bytes": peak_heap_bytes,
                          "live_peak_bytes": analysed.peak_bytes if analysed else None})
+    if peak_heap_bytes is None:
+        result.extra["xprof_note"] = missing or "n/a: xprof gave no peak heap for this program"
 
 
 def chrome_trace_of(result: TraceResult, traced: TracedRun) -> dict[str, Any]:
@@ -50,11 +53,29 @@ def chrome_trace_of(result: TraceResult, traced: TracedRun) -> dict[str, Any]:
 
 
 def _device(trace: Trace, device: str | Device | None) -> Device | None:
-    if isinstance(device, Device):
-        return device
-    if device is not None:
-        return get_device(device)
-    return None if trace.device_planes else get_device("cpu")
+    if device is None:
+        return None if trace.device_planes else get_device("cpu")
+    named = device if isinstance(device, Device) else get_device(device)
+    ran_on = trace_backends(trace)
+    if named.backend not in ran_on:
+        raise UsageError(
+            f"--device {named.name} is a {named.backend.upper()}, but this trace ran on "
+            f"{' and '.join(sorted(b.upper() for b in ran_on))} ({', '.join(_planes(trace))}): "
+            "MFU against another device's peak would be meaningless; name the device the trace "
+            "ran on, or leave --device out")
+    return named
+
+
+def trace_backends(trace: Trace) -> set[str]:
+    """The backends whose ops the trace holds: its device planes' kinds (`/device:TPU:0` ->
+    tpu; the plane names XLA's profiler gives), or cpu for a host-only trace."""
+    kinds = {plane.split(":")[1].lower() for plane in trace.device_planes if plane.count(":") >= 2}
+    return kinds or {"cpu"}
+
+
+def _planes(trace: Trace) -> list[str]:
+    hosts = [p for p in trace.planes if p.startswith("/host:") and p != "/host:metadata"]
+    return trace.device_planes or hosts or ["no device plane"]
 
 
 def _memory(result: TraceResult, traced: TracedRun) -> MemoryResult | None:

@@ -6,13 +6,15 @@ Everything that comes from the input (names, op_names, shapes, notes) is escaped
 The page loads nothing: the style sheet is inline, there is no script, and the icon is an
 empty data URL (so a browser does not ask for /favicon.ico). Numbers are shown as the text
 formats show them (binary byte units, SI FLOPs); each numeric cell keeps the raw value in
-`data-value` so the page can be checked against the JSON document.
+`data-value` so the page can be checked against the JSON document. Tables wrap long cells
+rather than scroll sideways, and a long table scrolls inside a box of capped height (its header
+row stays in view), so a page stays about as tall as its content is useful.
 """
 from __future__ import annotations
 
 from html import escape
 
-from hloscope.reports.cells import human_cell, raw_cell
+from hloscope.reports.cells import human_cell, raw_cell, summary_cell
 from hloscope.reports.report import Report, SummaryValue, Table
 
 STYLE = """
@@ -20,9 +22,12 @@ body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px;
        padding: 0 24px 48px; color: #1d1d1f; background: #fff; }
 h1 { font-size: 24px; margin: 24px 0 4px; } h2 { font-size: 20px; margin: 32px 0 8px;
   border-bottom: 1px solid #ddd; padding-bottom: 4px; } h3 { font-size: 16px; margin: 20px 0 6px; }
-table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; display: block;
-        overflow-x: auto; max-width: 100%; }
-th, td { border: 1px solid #d8d8d8; padding: 3px 8px; text-align: left; vertical-align: top; }
+div.table { max-height: 360px; overflow-y: auto; margin: 6px 0 12px; }
+table { border-collapse: collapse; font-size: 13px; width: 100%; }
+th, td { border: 1px solid #d8d8d8; padding: 3px 8px; text-align: left; vertical-align: top;
+         overflow-wrap: anywhere; }
+th { position: sticky; top: 0; }
+details > summary { cursor: pointer; } details > summary h2 { display: inline; border: 0; }
 th { background: #f2f4f7; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 dl.summary { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; }
@@ -62,7 +67,7 @@ def heading(text: str, level: int, anchor: str | None = None) -> str:
 
 
 def summary_html(summary: list[tuple[str, SummaryValue]]) -> str:
-    items = "".join(f"<dt>{escape(key)}</dt><dd>{escape(human_cell(value))}</dd>"
+    items = "".join(f"<dt>{escape(key)}</dt><dd>{escape(summary_cell(value))}</dd>"
                     for key, value in summary)
     return f'<dl class="summary">{items}</dl>'
 
@@ -73,8 +78,9 @@ def table_html(table: Table, level: int = 3) -> str:
     head = "".join(f'<th{_num(c.is_numeric)}>{escape(c.header)}</th>' for c in table.columns)
     rows = "".join("<tr>" + "".join(_cell(row.get(c.key), c.kind, c.is_numeric)
                                     for c in table.columns) + "</tr>" for row in table.rows)
-    return (f'{heading(table.title, level)}\n<table data-table="{escape(table.name)}">'
-            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+    return (f'{heading(table.title, level)}\n<div class="table">'
+            f'<table data-table="{escape(table.name)}">'
+            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def _cell(value: object, kind: str, numeric: bool) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from hloscope.analyses.cost.flops import FlopsResult
 from hloscope.analyses.summary.overview import ModuleOverview
-from hloscope.reports.renderers.plot import PHASE_COLOURS, render_svg
+from hloscope.reports.renderers.plot import PHASE_COLOURS, outside_legend, render_svg
 from hloscope.units import format_flops
 
 MAX_LAYER_BARS = 24
@@ -53,7 +53,7 @@ def overlay_svg(overviews: list[ModuleOverview]) -> str:
         axes.set_ylabel("live MiB")
         axes.set_title("Memory timelines side by side (device spaces)")
         axes.set_ylim(bottom=0)
-        axes.legend(loc="upper left", fontsize="small")
+        outside_legend(axes)
 
     return render_svg(draw, figsize=(11, 4.2))
 

@@ -41,15 +41,19 @@ def render_page(report_page: Page) -> str:
     nav = " ".join(f'<a href="#{escape(s.anchor)}">{escape(s.title)}</a>'
                    for s in report_page.sections)
     parts = [heading(report_page.title, 1), f"<nav>{nav}</nav>"]
-    parts += [_section(section) for section in report_page.sections]
+    parts += [_section(section, opened=n == 0)
+              for n, section in enumerate(report_page.sections)]
     parts += [f'<p class="muted">{escape(note)}</p>' for note in report_page.notes]
     return page(report_page.title, "\n".join(parts))
 
 
-def _section(section: Section) -> str:
+def _section(section: Section, opened: bool) -> str:
+    """A collapsible section: the first is open, the others one click away."""
     blocks = [_block(block) for block in section.blocks]
     return (f'<section data-section="{escape(section.anchor)}">\n'
-            f"{heading(section.title, 2, section.anchor)}\n" + "\n".join(blocks) + "\n</section>")
+            f"<details{' open' if opened else ''}><summary>"
+            f"{heading(section.title, 2, section.anchor)}</summary>\n" + "\n".join(blocks)
+            + "\n</details></section>")
 
 
 def _block(block: Report | Figure) -> str:

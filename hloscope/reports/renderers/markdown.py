@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from hloscope.reports.cells import human_cell
+from hloscope.reports.cells import human_cell, summary_cell
 from hloscope.reports.report import Report, SummaryValue, Table
 
 
@@ -19,7 +19,7 @@ def render(report: Report) -> str:
 
 
 def _summary(summary: list[tuple[str, SummaryValue]]) -> str:
-    return "\n".join(f"- **{_inline(key)}:** {_inline(human_cell(value))}"
+    return "\n".join(f"- **{_inline(key)}:** {_inline(summary_cell(value))}"
                      for key, value in summary)
 
 

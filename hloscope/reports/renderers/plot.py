@@ -2,7 +2,10 @@
 
 matplotlib is an optional dependency (`pip install 'hloscope[plot]'`), imported only when a plot
 is drawn. The format follows the file's suffix (.png, .svg, .pdf). A loop (or call, conditional)
-is one step; its inner peak is drawn as a thin bar above the step.
+is one step; its inner peak is drawn as a thin bar above the step. The x axis is the schedule
+position t that every report prints (XLA's live-range time: a loop's body is numbered before the
+loop, so a step spans the positions since the previous one), and the legend sits below the
+axes, where it cannot cover the line or the peak marker.
 """
 from __future__ import annotations
 
@@ -42,11 +45,20 @@ def plot_timeline(result: MemoryResult, path: Path) -> None:
         _draw(axes, result)
         figure.tight_layout()
         figure.savefig(temporary, format=path.suffix.lower().lstrip("."))
+        # mkstemp creates 0600; a plot is shared like any output file (0666 less the umask)
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else _new_file_mode())
         os.replace(temporary, path)
     finally:
         pyplot.close(figure)
         with contextlib.suppress(OSError):
             os.remove(temporary)
+
+
+def _new_file_mode() -> int:
+    """0o666 less the umask: what `open(path, "w")` would have created (as reports.output)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def timeline_svg(result: MemoryResult) -> str:
@@ -100,24 +112,32 @@ def load_pyplot() -> Any:
 def _draw(axes: Any, result: MemoryResult) -> None:
     steps = result.timeline
     scale, unit = _unit(max([1, result.peak_bytes, *(s.live_bytes for s in steps)]))
-    xs = [s.step for s in steps]
-    axes.step(xs, [s.live_bytes / scale for s in steps], where="mid", color="black",
+    xs = [s.time for s in steps]
+    axes.step(xs, [s.live_bytes / scale for s in steps], where="post", color="black",
               linewidth=1.0, label="live bytes")
     _inner_peaks(axes, steps, scale)
     _shade_phases(axes, steps)
     _mark_peak(axes, result, scale, unit)
-    axes.set_xlabel("top-level instruction (schedule order)")
+    axes.set_xlabel("schedule position t")
     axes.set_ylabel(f"live {unit}")
     axes.set_title(f"{result.module_name}: live buffers ({result.backend}, device spaces)")
-    axes.set_xlim(-0.5, max(len(steps) - 0.5, 0.5))
+    axes.set_xlim(min(xs, default=0) - 0.5, max(max(xs, default=0) + 0.5, 0.5))
     axes.set_ylim(bottom=0)
-    axes.legend(loc="upper left", fontsize="small", ncol=3)
+    outside_legend(axes)
+
+
+def outside_legend(axes: Any) -> None:
+    """The legend in a row below the axes (and their x label): it covers no data."""
+    handles, _ = axes.get_legend_handles_labels()
+    if handles:
+        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize="small",
+                    ncol=min(len(handles), 6), frameon=False)
 
 
 def _inner_peaks(axes: Any, steps: list[TimelineStep], scale: float) -> None:
     loops = [s for s in steps if s.inner_peak_bytes is not None]
     if loops:
-        axes.vlines([s.step for s in loops], [s.live_bytes / scale for s in loops],
+        axes.vlines([s.time for s in loops], [s.live_bytes / scale for s in loops],
                     [max(s.inner_peak_bytes or 0, s.live_bytes) / scale for s in loops],
                     colors="purple", linewidth=2.0, label="inside loop/call")
 
@@ -129,20 +149,21 @@ def _shade_phases(axes: Any, steps: list[TimelineStep]) -> None:
         if n < len(steps) and steps[n].phase == steps[start].phase:
             continue
         phase = steps[start].phase
-        axes.axvspan(start - 0.5, n - 0.5, color=PHASE_COLOURS.get(phase, "#dddddd"),
+        left = steps[start - 1].time + 0.5 if start else steps[0].time - 0.5
+        axes.axvspan(left, steps[n - 1].time + 0.5, color=PHASE_COLOURS.get(phase, "#dddddd"),
                      alpha=0.18, linewidth=0, label=None if phase in labelled else phase)
         labelled.add(phase)
         start = n
 
 
 def _mark_peak(axes: Any, result: MemoryResult, scale: float, unit: str) -> None:
-    step = next((s for s in result.timeline if s.time >= result.peak_time), None)
-    if step is None:
+    if not result.timeline:
         return
     y = result.peak_bytes / scale
-    axes.plot([step.step], [y], marker="v", color="red", markersize=8, linestyle="none",
-              label=f"peak {y:.3g} {unit}")
-    axes.annotate(result.peak_instruction, (step.step, y), textcoords="offset points",
+    axes.plot([result.peak_time], [y], marker="v", color="red", markersize=8,
+              linestyle="none", label=f"peak {y:.3g} {unit} at t={result.peak_time}",
+              gid="peak-marker")
+    axes.annotate(result.peak_instruction, (result.peak_time, y), textcoords="offset points",
                   xytext=(6, 6), fontsize="x-small", color="red")
 
 

@@ -1,37 +1,94 @@
 """Plain text for terminals: a title line, the summary as aligned `key: value` lines, each table
-under its title (tabulate's "simple" style, numbers right-aligned), and notes prefixed "note:"."""
+under its title (tabulate's "simple" style, numbers right-aligned), and notes prefixed "note:".
+
+With a `width` (the terminal's, see `cli.common.terminal_width`), the page fits it: long text
+cells are cut to `TEXT_CELL` characters with an ellipsis, and if a table is still too wide its
+columns are hidden, those marked to go first (`Column.drop`, e.g. long descriptions) before the
+rest, each from the right (reports put the columns that matter first; the first column always
+stays), a line under the table naming what `--wide` would show; summary values and notes wrap
+under their indent. Without a width (a file, a pipe, `--wide`), nothing is cut.
+"""
 from __future__ import annotations
+
+import textwrap
 
 from tabulate import tabulate
 
-from hloscope.reports.cells import human_cell
-from hloscope.reports.report import Report, SummaryValue, Table
+from hloscope.reports.cells import human_cell, summary_cell
+from hloscope.reports.report import Column, Report, SummaryValue, Table
+
+TEXT_CELL = 40
+"""The longest text cell shown when the table must fit a width (op_names, shapes, sources)."""
+ELLIPSIS = "…"
 
 
-def render(report: Report) -> str:
+def render(report: Report, width: int | None = None) -> str:
     blocks = [report.title]
     if report.summary:
-        blocks.append(_summary(report.summary))
-    blocks.extend(_table(table) for table in report.tables)
+        blocks.append(_summary(report.summary, width))
+    blocks.extend(_table(table, width) for table in report.tables)
     if report.notes:
-        blocks.append("\n".join(_note(note) for note in report.notes))
+        blocks.append("\n".join(_note(note, width) for note in report.notes))
     return "\n\n".join(blocks) + "\n"
 
 
-def _summary(summary: list[tuple[str, SummaryValue]]) -> str:
-    width = max(len(key) for key, _ in summary) + 1
-    return "\n".join(f"{key + ':':<{width}}  {human_cell(value)}" for key, value in summary)
+def _summary(summary: list[tuple[str, SummaryValue]], width: int | None) -> str:
+    indent = max(len(key) for key, _ in summary) + 3
+    lines = []
+    for key, value in summary:
+        line = f"{key + ':':<{indent - 2}}  {summary_cell(value)}"
+        lines.append(_wrap(line, width, " " * indent))
+    return "\n".join(lines)
 
 
-def _table(table: Table) -> str:
+def _table(table: Table, width: int | None) -> str:
     if not table.rows:
         return f"{table.title}\n(none)"
-    headers = [column.header for column in table.columns]
-    rows = [[human_cell(row.get(c.key), c.kind) for c in table.columns] for row in table.rows]
-    align = ["right" if column.is_numeric else "left" for column in table.columns]
-    body = tabulate(rows, headers, tablefmt="simple", colalign=align, disable_numparse=True)
-    return f"{table.title}\n{body}"
+    cells = [[human_cell(row.get(c.key), c.kind) for c in table.columns] for row in table.rows]
+    body = _body(table.columns, cells)
+    if width is None or _widest(body) <= width:
+        return f"{table.title}\n{body}"
+    cells = [[_cut(cell) if not c.is_numeric else cell for c, cell in zip(table.columns, row,
+                                                                          strict=True)]
+             for row in cells]
+    kept = list(range(len(table.columns)))
+    order = sorted(kept[1:], key=lambda n: (-table.columns[n].drop, -n))
+    body = _body(table.columns, cells)
+    while _widest(body) > width and order:
+        kept.remove(order.pop(0))
+        body = _body([table.columns[n] for n in kept], [[row[n] for n in kept] for row in cells])
+    hidden = [c.header for n, c in enumerate(table.columns) if n not in kept]
+    if hidden:
+        line = (f"({len(hidden)} more column{'s' if len(hidden) > 1 else ''}: "
+                f"{', '.join(hidden)}; --wide shows every column and whole cells)")
+    else:
+        line = "(long cells cut; --wide shows them whole)"
+    return f"{table.title}\n{body}\n{_wrap(line, width, ' ')}"
 
 
-def _note(note: str) -> str:
-    return "note: " + note.replace("\n", "\n      ")
+def _body(columns: list[Column], cells: list[list[str]]) -> str:
+    headers = [column.header for column in columns]
+    align = ["right" if column.is_numeric else "left" for column in columns]
+    return tabulate(cells, headers, tablefmt="simple", colalign=align, disable_numparse=True)
+
+
+def _widest(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+def _cut(cell: str) -> str:
+    return cell if len(cell) <= TEXT_CELL else cell[:TEXT_CELL - 1] + ELLIPSIS
+
+
+def _wrap(line: str, width: int | None, indent: str) -> str:
+    if width is None or len(line) <= width:
+        return line
+    return "\n".join(textwrap.wrap(line, width, subsequent_indent=indent,
+                                   break_on_hyphens=False)) or line
+
+
+def _note(note: str, width: int | None) -> str:
+    text = "note: " + note.replace("\n", "\n      ")
+    if width is None:
+        return text
+    return "\n".join(_wrap(line, width, "      ") for line in text.splitlines())

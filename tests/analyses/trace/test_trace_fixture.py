@@ -210,16 +210,19 @@ def test_xprof_peak_heap_is_xlas_allocation(tmp_path: Path) -> None:
 
 
 def test_xprof_figures_come_from_the_loader_and_sit_beside_the_live_peak() -> None:
-    """The analysis only places the figure the loader got; a trace JSON gives none."""
+    """The analysis only places the figure the loader got; a trace JSON gives none, and a
+    missing figure is said (issue 21), not dropped."""
     from_json = load_traced(TRACE_JSON, HLO)
     assert from_json.trace.kind != "xplane"
     assert from_json.xprof_peak_heap_bytes("any", None) is None
     traced = load_traced(FOLDER, HLO)
     result = analyse_traced(traced, "cpu")
     before = dict(result.extra)
-    add_xprof_figures(result, traced, None)
-    assert result.extra == before
-    add_xprof_figures(result, traced, 12345)
     live_peak = memory(traced.programs.programs[0].module).peak_bytes
+    add_xprof_figures(result, traced, None, "n/a: why")
+    assert result.extra == {**before, "xprof_peak_heap_bytes": None,
+                            "live_peak_bytes": live_peak, "xprof_note": "n/a: why"}
+    result.extra = dict(before)
+    add_xprof_figures(result, traced, 12345)
     assert result.extra == {**before, "xprof_peak_heap_bytes": 12345,
                             "live_peak_bytes": live_peak}
