@@ -209,6 +209,7 @@ def build(output: str | Path, model: str = "tiny", policy: str = "none", target:
     not fit."""
     from hloscope.analyses.summary.variant import BuildSummary, variant_figures
     from hloscope.loader.build import load_build
+    from hloscope.optional import require_compiler
     from hloscope.spec.policies import parse_variant
     from hloscope.spec.presets import preset_config
     from hloscope.spec.targets import parse_target
@@ -218,6 +219,7 @@ def build(output: str | Path, model: str = "tiny", policy: str = "none", target:
     config = config or preset_config(model, **overrides)
     variant = parse_variant(policy, config)
     parsed = parse_target(target, num_slices, allow_any_topology)
+    require_compiler(parsed.backend, f"a build for {parsed.spec}")
     config.check_placement(parsed.backend, parsed.num_devices // config.tensor_parallel)
     spec = BuildSpec(model, variant.name, parsed.spec, variant.apply(config),
                      flags=_compile_flags(xla_flags))
@@ -237,10 +239,12 @@ def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps
     returns what `trace()` returns for it (a whole `config` may replace the preset's)."""
     from hloscope.analyses.trace.run import analyse_traced
     from hloscope.loader.trace import load_traced
+    from hloscope.optional import require_compiler
     from hloscope.spec.policies import parse_variant
     from hloscope.spec.presets import preset_config
     from hloscope.workloads.profile import ProfileSpec, run_profile
 
+    require_compiler(platform, f"profiling on {platform}")
     config = config or preset_config(model, **overrides)
     variant = parse_variant(policy, config)
     spec = ProfileSpec(model, variant.name, variant.apply(config), steps, platform)

@@ -3,7 +3,8 @@
 Every compile gets a fresh `python -m hloscope.workloads.compile_job` process with the target's
 environment (`targets.target_environment`): libtpu can SIGSEGV, and the TPU and CUDA plugins
 initialise each other inside one process. A child that dies or hangs becomes a "crash" or
-"timeout" result carrying the tail of its log, so a sweep survives it. Run compiles one at a time:
+"timeout" result carrying the tail of its log, so a sweep survives it; a child without jax (or
+the target's plugin) raises MissingDependencyError here (`missing`). Run compiles one at a time:
 a TPU compile takes ~1.8 GB and 10-60 s.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hloscope.formats.compile_record import CompileResult
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.targets import parse_target, target_environment
 from hloscope.workloads.compile_job import PARENT_PID_ENV
+from hloscope.workloads.missing import raise_if_missing
 
 TRANSFORMER_BUILDER = "hloscope.workloads.transformer:build_train_step"
 LOG_TAIL_LINES = 40
@@ -54,6 +56,7 @@ def compile_in_subprocess(request: CompileRequest, *, timeout: float = 1200.0,
         env = CompileFlags.from_dict(request.flags).apply(child_environment(target),
                                                           target.backend)
         returncode = run_child(command, env, log, timeout)
+        raise_if_missing(returncode, result_path)
         if returncode == 0 and result_path.exists():
             data = json.loads(result_path.read_text())
             return CompileResult.from_dict({**data, "returncode": 0})
