@@ -2,17 +2,25 @@
 
     python examples/quickstart.py [OUT_DIR]
 
-Runs on the CPU in a few seconds; writes OUT_DIR/quickstart.html (default: the current folder).
+Runs on the CPU in a few seconds; writes OUT_DIR/quickstart.html (default: a new folder in the
+system's temporary directory; the path is printed).
 """
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
+# This example compiles for the CPU in this process: JAX then starts its CPU backend alone, not
+# the TPU or CUDA plugins an install may also hold (their start-up messages and tracebacks on a
+# machine without the device are noise here). Set before jax is imported; yours wins if set.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import hloscope
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import hloscope  # noqa: E402
 
 
 def train_step(params: dict, x: jax.Array, remat=lambda block: block) -> dict:
@@ -43,9 +51,11 @@ def main(out_dir: Path) -> None:
               f"{hloscope.remat(module).remat_instructions} recomputed instructions")
     frames = memory.to_pandas()
     print(frames["by_category"][["key", "bytes", "buffers"]].to_string(index=False))
+    out_dir.mkdir(parents=True, exist_ok=True)
     hloscope.report(module, output=out_dir / "quickstart.html", force=True)
     print(f"wrote {out_dir / 'quickstart.html'}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("."))
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else
+         Path(tempfile.mkdtemp(prefix="hloscope-quickstart-")))

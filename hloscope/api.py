@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from hloscope.sweeps.core import SweepListener, SweepRequest, SweepResult
     from hloscope.sweeps.executors import ExecutorSpec
     from hloscope.sweeps.grid import Grid
+    from hloscope.workloads.build import BuildSpec
 
 ModuleLike = Program | HloModule | str | Path
 
@@ -214,23 +215,37 @@ def build(output: str | Path, model: str = "tiny", policy: str = "none", target:
     not fit."""
     from hloscope.analyses.summary.variant import BuildSummary, variant_figures
     from hloscope.loader.build import load_build
+    from hloscope.workloads.build import prepare_folder
+    from hloscope.workloads.cache import build_into
+
+    spec = build_spec(model, policy, target, config, num_slices, allow_any_topology, xla_flags,
+                      **overrides)
+    folder = Path(output)
+    prepare_folder(folder, force)
+    built, cached = build_into(spec, folder, None if cache is None else Path(cache), timeout)
+    return BuildSummary(built, variant_figures(load_build(built), spec.variant), cached)
+
+
+def build_spec(model: str = "tiny", policy: str = "none", target: str = "cpu",
+               config: TransformerConfig | None = None, num_slices: int | None = None,
+               allow_any_topology: bool = False, xla_flags: Sequence[str] = (),
+               **overrides: Any) -> BuildSpec:
+    """What `build` compiles, checked (the variant, the target, the mesh, jax installed)."""
+    from hloscope.optional import require_compiler
     from hloscope.spec.policies import parse_variant
     from hloscope.spec.presets import preset_config
     from hloscope.spec.targets import parse_target
-    from hloscope.workloads.build import BuildSpec, prepare_folder
-    from hloscope.workloads.cache import build_into
+    from hloscope.workloads.build import BuildSpec
 
     config = config or preset_config(model, **overrides)
     variant = parse_variant(policy, config)
     parsed = parse_target(target, num_slices, allow_any_topology)
+    require_compiler(parsed.backend, f"a build for {parsed.spec}")
     config.check_placement(parsed.backend, parsed.num_devices // config.tensor_parallel)
     spec = BuildSpec(model, variant.name, parsed.spec, variant.apply(config),
                      flags=_compile_flags(xla_flags))
     spec.mesh()
-    folder = Path(output)
-    prepare_folder(folder, force)
-    built, cached = build_into(spec, folder, None if cache is None else Path(cache), timeout)
-    return BuildSummary(built, variant_figures(load_build(built), variant.name), cached)
+    return spec
 
 
 def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps: int = 2,
@@ -242,10 +257,12 @@ def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps
     returns what `trace()` returns for it (a whole `config` may replace the preset's)."""
     from hloscope.analyses.trace.run import analyse_traced
     from hloscope.loader.trace import load_traced
+    from hloscope.optional import require_compiler
     from hloscope.spec.policies import parse_variant
     from hloscope.spec.presets import preset_config
     from hloscope.workloads.profile import ProfileSpec, run_profile
 
+    require_compiler(platform, f"profiling on {platform}")
     config = config or preset_config(model, **overrides)
     variant = parse_variant(policy, config)
     spec = ProfileSpec(model, variant.name, variant.apply(config), steps, platform)

@@ -1,7 +1,8 @@
 """The errors hloscope reports to users, each carrying the exit code the CLI returns.
 
 The CLI prints `str(error)` without a traceback and exits with `error.exit_code`:
-0 ok, 1 a check failed, 2 usage error, 3 input missing or unreadable, 4 input malformed.
+0 ok, 1 a check failed, 2 usage error, 3 input missing or unreadable, 4 input malformed,
+5 an optional dependency missing (the message names the `pip install 'hloscope[extra]'`).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INPUT_MISSING = 3
 EXIT_INPUT_MALFORMED = 4
+EXIT_MISSING_DEPENDENCY = 5
 
 
 class HloscopeError(Exception):
@@ -24,6 +26,14 @@ class UsageError(HloscopeError):
     """A command was called with options that cannot work together (unknown device, ...)."""
 
     exit_code = EXIT_USAGE
+
+
+class MissingDependencyError(UsageError):
+    """What the command needs is not installed (jax for a compile, matplotlib, Ray, ...); the
+    message names the extra to install. A UsageError, with its own exit code so scripts can
+    tell "install something" from "called wrongly"."""
+
+    exit_code = EXIT_MISSING_DEPENDENCY
 
 
 class InputError(HloscopeError):

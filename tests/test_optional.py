@@ -6,8 +6,13 @@ import sys
 
 import pytest
 
-from hloscope.errors import EXIT_USAGE, UsageError
-from hloscope.optional import available, require
+from hloscope.errors import EXIT_MISSING_DEPENDENCY, MissingDependencyError, UsageError
+from hloscope.optional import (
+    available,
+    missing_compiler_modules,
+    require,
+    require_compiler,
+)
 
 
 def test_require_returns_the_module() -> None:
@@ -22,7 +27,8 @@ def test_a_missing_module_names_the_extra(purpose: str | None, message: str) -> 
     with pytest.raises(UsageError) as raised:
         require("hloscope_no_such_module.sub", "plot", purpose)
     assert str(raised.value) == message
-    assert raised.value.exit_code == EXIT_USAGE
+    assert raised.value.exit_code == EXIT_MISSING_DEPENDENCY
+    assert isinstance(raised.value, MissingDependencyError)
 
 
 def test_a_blocked_module_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,3 +43,17 @@ def test_a_blocked_module_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_available() -> None:
     assert available("json") and available("hloscope.units")
     assert not available("hloscope_no_such_module") and not available("json.no_such_module")
+
+
+@pytest.mark.parametrize(("backend", "blocked", "extra"), [
+    ("cpu", "jax", "jax"), ("tpu", "libtpu", "tpu"), ("gpu", "jax_cuda12_plugin", "gpu"),
+])
+def test_a_compile_without_its_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch,
+                                                      backend: str, blocked: str,
+                                                      extra: str) -> None:
+    monkeypatch.setitem(sys.modules, blocked, None)  # as if not installed
+    assert blocked in missing_compiler_modules(backend)
+    with pytest.raises(MissingDependencyError) as raised:
+        require_compiler(backend, f"a build for {backend}")
+    assert str(raised.value).startswith(f"a build for {backend} needs {blocked}")
+    assert str(raised.value).endswith(f"pip install 'hloscope[{extra}]'")

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import click
 
-from hloscope.api import build
+from hloscope.api import build, build_spec
 from hloscope.cli.common import emit
+from hloscope.cli.progress import JobProgress, ProgressSettings, build_start_line, progress_options
 from hloscope.cli.workload_options import (
     cache_options,
     format_option,
@@ -18,6 +19,7 @@ from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.reports.sweep import build_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import POLICY_HELP
+from hloscope.workloads.estimate import format_duration
 
 
 @click.command("build")
@@ -34,9 +36,10 @@ from hloscope.spec.policies import POLICY_HELP
 @click.option("--timeout", type=click.FloatRange(min=1), default=3600, show_default=True,
               help="Seconds before the compile is abandoned.")
 @format_option
+@progress_options
 def command(model: str, config: TransformerConfig, policy: str, target: str,
             xla_flags: tuple[str, ...], folder: Path, force: bool, cache_root: Path | None,
-            timeout: float, fmt: str) -> int:
+            timeout: float, fmt: str, progress: ProgressSettings) -> int:
     """Compile one variant of a built-in transformer train step for TARGET (deviceless for TPU
     and GPU) and write the XLA dump folder, the optimized HLO, memory_analysis / cost_analysis
     JSON and a manifest into DIR. An out-of-memory compile is a result: its error text is in the
@@ -44,9 +47,15 @@ def command(model: str, config: TransformerConfig, policy: str, target: str,
     when the same program was compiled before. Exit status 1 when the variant does not fit or
     did not compile. TPU targets take Cloud TPU accelerator types (tpu:v6e-128) and
     --num-slices for multislice, whose mesh is data parallel across slices (DCN) and FSDP /
-    tensor parallel inside each (ICI).
+    tensor parallel inside each (ICI). Progress goes to stderr (--quiet: none).
     """
-    summary = build(folder, model, policy, target, config, force, cache_root, timeout,
-                    xla_flags=xla_flags)
+    spec = build_spec(model, policy, target, config, xla_flags=xla_flags)
+    job = JobProgress(f"compiling {spec.model} / {spec.variant}", quiet=progress.quiet)
+    job.line(build_start_line(spec, cache_root))
+    with job:
+        summary = build(folder, model, policy, target, config, force, cache_root, timeout,
+                        xla_flags=xla_flags)
+    source = "from the cache" if summary.cached else "compiled"
+    job.line(f"done in {format_duration(job.elapsed)}: {summary.figures.status}, {source}")
     emit(build_report(summary), fmt, None, False)
     return EXIT_OK if summary.passed else EXIT_CHECK_FAILED

@@ -8,9 +8,12 @@ import click
 
 from hloscope.api import profile
 from hloscope.cli.common import emit
+from hloscope.cli.progress import JobProgress, ProgressSettings, progress_options
 from hloscope.cli.workload_options import format_option, model_options
+from hloscope.optional import require_compiler
 from hloscope.reports.trace import trace_report
 from hloscope.spec.config import TransformerConfig
+from hloscope.workloads.estimate import format_duration
 
 
 @click.command("profile")
@@ -29,11 +32,20 @@ from hloscope.spec.config import TransformerConfig
 @click.option("--timeout", type=click.FloatRange(min=1), default=1800, show_default=True,
               help="Seconds before the run is abandoned.")
 @format_option
+@progress_options
 def command(model: str, config: TransformerConfig, policy: str, steps: int, platform: str,
-            folder: Path, force: bool, timeout: float, fmt: str) -> None:
+            folder: Path, force: bool, timeout: float, fmt: str,
+            progress: ProgressSettings) -> None:
     """Run STEPS train steps of a built-in transformer variant with real (small) arrays on the
     local device under jax.profiler.trace, in a child process; write the trace and XLA's dump
-    of the program into DIR, and print what `hloscope trace DIR` prints.
+    of the program into DIR, and print what `hloscope trace DIR` prints. Progress goes to
+    stderr (--quiet: none).
     """
-    result = profile(folder, model, policy, steps, platform, force, timeout, config=config)
+    require_compiler(platform, f"profiling on {platform}")
+    job = JobProgress(f"profiling {model} / {policy}", quiet=progress.quiet)
+    job.line(f"profiling {model} / {policy} on the local {platform} in a child process: compile, "
+             f"1 warm-up step, then {steps} step{'s' if steps != 1 else ''} under the profiler")
+    with job:
+        result = profile(folder, model, policy, steps, platform, force, timeout, config=config)
+    job.line(f"done in {format_duration(job.elapsed)}: trace in {folder}")
     emit(trace_report(result), fmt, None, False)

@@ -7,7 +7,12 @@ import click
 
 from hloscope.api import sweep_request
 from hloscope.cli.common import emit
-from hloscope.cli.progress import SweepProgress
+from hloscope.cli.progress import (
+    ProgressSettings,
+    SweepProgress,
+    progress_options,
+    sweep_start_line,
+)
 from hloscope.cli.workload_options import (
     cache_options,
     executor_options,
@@ -21,7 +26,7 @@ from hloscope.formats.sweep import SWEEP_FILE
 from hloscope.reports.sweep import sweep_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import POLICY_HELP
-from hloscope.sweeps.core import run_sweep_folder
+from hloscope.sweeps.core import run_sweep_folder, validate
 from hloscope.sweeps.executors import LOCAL_SLOTS, ExecutorSpec
 from hloscope.sweeps.grid import Grid
 from hloscope.sweeps.scheduler import DEFAULT_RETRIES
@@ -61,27 +66,32 @@ from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 @click.option("--timeout", type=click.FloatRange(min=1), default=3600, show_default=True,
               help="Seconds before one compile is abandoned.")
 @format_option
+@progress_options
 def command(model: str, config: TransformerConfig, grid: Grid, policies: str, target: str,
             xla_flags: tuple[str, ...], search: str | None, max_batch: int,
             search_window: int, max_probes: int,
             executor: ExecutorSpec, jobs: int | None,
             retries: int, folder: Path | None, force: bool, cache_root: Path | None,
-            timeout: float, fmt: str) -> int:
+            timeout: float, fmt: str, progress: ProgressSettings) -> int:
     """Compile remat variants of a built-in transformer for TARGET in worker processes (or Ray
     tasks), and rank them: fit (libtpu's verdict on TPU; the allocation against device memory
     on GPU), memory, compile time, FLOPs, recompute overhead and a roofline step-time estimate.
     Several --batch / --seq values sweep every combination. The winner is the fastest variant
     that fits; every other row says why it lost. Builds are cached by content, so a repeated
     (or interrupted) sweep compiles only what is missing. Exit status 1 when nothing fits.
+    Progress goes to stderr: a start line, each compile as it ends, a summary (--quiet: none).
     """
     request = sweep_request(model, policies, target, folder, config, grid, search == "batch",
                             max_batch, executor, jobs, retries, cache_root, timeout,
                             xla_flags=xla_flags, search_window=search_window,
                             max_probes=max_probes)
-    progress = SweepProgress(len(request.cases()))
+    validate(request)  # a bad request is refused before the start line
+    listener = SweepProgress(len(request.cases()), quiet=progress.quiet)
+    listener.start(sweep_start_line(request))
     try:
-        result = run_sweep_folder(request, force, progress)
+        result = run_sweep_folder(request, force, listener)
     finally:
-        progress.close()
+        listener.close()
+    listener.summary(result.wall_seconds)
     emit(sweep_report(result), fmt, None, False)
     return EXIT_OK if result.winner is not None else EXIT_CHECK_FAILED

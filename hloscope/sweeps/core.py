@@ -22,6 +22,7 @@ from hloscope.errors import UsageError
 from hloscope.formats.build import LOG_FILE, read_build
 from hloscope.formats.sweep import builds_folder, write_sweep
 from hloscope.frames import Rendered
+from hloscope.optional import require_compiler
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.policies import Variant
@@ -153,6 +154,8 @@ def run_sweep_folder(request: SweepRequest, force: bool = False,
 def validate(request: SweepRequest) -> None:
     target = parse_target(request.target)
     grid = request.sweep_grid
+    if request.executor.kind == "local":  # Ray workers bring their own jax
+        require_compiler(target.backend, f"a sweep for {target.spec}")
     if request.search_batch and memory_budget(target.device) is None:
         raise UsageError(f"--search batch needs a memory capacity; {target.spec} has none")
     if request.search_batch and len(grid.batches) > 1:

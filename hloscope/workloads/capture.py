@@ -41,7 +41,7 @@ from hloscope.errors import EXIT_INPUT_MALFORMED, HloscopeError, UsageError
 from hloscope.formats.capture import CaptureInfo, capture_dump, capture_log, write_capture
 from hloscope.formats.compile_record import CompileResult
 from hloscope.model.module import HloModule
-from hloscope.optional import require
+from hloscope.optional import require, require_compiler
 from hloscope.spec.targets import Target, parse_target
 
 CAPTURE_BUILDER = "hloscope.workloads.capture:rebuild"
@@ -257,6 +257,7 @@ def _compile_in_child(fn: Callable[..., Any], portable: tuple[Any, ...], target:
                       jit_kwargs: dict[str, Any]) -> CompileResult:
     from hloscope.workloads.runner import CompileRequest, compile_in_subprocess
 
+    require_compiler(target.backend, f"from_jax for {target.spec}")
     with tempfile.TemporaryDirectory(prefix="hloscope-payload-") as scratch:
         payload = Path(scratch) / "payload.pkl"
         payload.write_bytes(_pickled((fn, portable, donate, jit_kwargs), fn))

@@ -4,7 +4,8 @@ REQUEST is a JSON file written by `runner.compile_in_subprocess` (target string,
 arguments, dump folder, compiler options). The child sets the target's environment *before*
 importing jax (so it also works when started by hand), builds the target's mesh, calls the
 builder (`"package.module:function"`, called as `builder(mesh, **builder_kwargs)` and returning a
-`CompileSpec`), compiles, and writes the CompileResult as JSON to RESULT. One compile per process:
+`CompileSpec`), compiles, and writes the CompileResult as JSON to RESULT (or, when jax or the
+target's plugin is not installed, the `missing.guarded` marker). One compile per process:
 libtpu can crash a process, and a fresh process is the only reliable isolation. Exit status 0
 means RESULT was written, whatever the compile's verdict. The child dies with the process that
 started it (`die_with_parent`: a killed sweep worker leaves no compile running).
@@ -24,6 +25,7 @@ from typing import Any
 
 from hloscope.formats.compile_record import CompileResult
 from hloscope.spec.targets import Target, parse_target, target_environment
+from hloscope.workloads.missing import COMPILE_STACK, guarded
 
 PARENT_PID_ENV = "HLOSCOPE_COMPILE_PARENT"
 _PR_SET_PDEATHSIG = 1
@@ -38,20 +40,30 @@ def load_builder(reference: str) -> Callable[..., Any]:
 def run(request: dict[str, Any]) -> CompileResult:
     target = parse_target(request["target"])
     _set_environment(target)
-    from hloscope.workloads.compiler import compile_function, package_versions
+    from hloscope.workloads.compiler import compile_function
     from hloscope.workloads.topology import make_mesh
 
     try:
         mesh = make_mesh(target)
         spec = load_builder(request["builder"])(mesh, **request.get("builder_kwargs", {}))
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] in COMPILE_STACK:
+            raise  # `guarded` reports it as a missing dependency
+        return _error(target, request)
     except Exception:
-        return CompileResult(target=target.spec, status="error", dump_dir=request["dump_dir"],
-                             error=traceback.format_exc(limit=8),
-                             versions=package_versions(target.backend))
+        return _error(target, request)
     return compile_function(spec.fn, spec.args, target=target.spec, backend=target.backend,
                             dump_dir=request["dump_dir"], donate_argnums=spec.donate_argnums,
                             compiler_options=request.get("compiler_options"),
                             jit_kwargs=getattr(spec, "jit_kwargs", None))
+
+
+def _error(target: Target, request: dict[str, Any]) -> CompileResult:
+    from hloscope.workloads.compiler import package_versions
+
+    return CompileResult(target=target.spec, status="error", dump_dir=request["dump_dir"],
+                         error=traceback.format_exc(limit=8),
+                         versions=package_versions(target.backend))
 
 
 def _set_environment(target: Target) -> None:
@@ -88,9 +100,15 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     request = json.loads(Path(args[0]).read_text())
-    result = run(request)
-    Path(args[1]).write_text(json.dumps(result.to_dict(), indent=2))
-    return 0
+    result_path = Path(args[1])
+
+    def compile_and_write() -> int:
+        result = run(request)
+        result_path.write_text(json.dumps(result.to_dict(), indent=2))
+        return 0
+
+    target = parse_target(request["target"])
+    return guarded(compile_and_write, result_path, target.backend, f"compiling for {target.spec}")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from hloscope.spec.targets import parse_target
 from hloscope.version import __version__
 from hloscope.workloads.build import prepare_folder
 from hloscope.workloads.compiler import package_versions
+from hloscope.workloads.missing import raise_if_missing
 from hloscope.workloads.runner import child_environment, handshake_files, run_child, tail_of_log
 
 
@@ -54,7 +55,7 @@ def run_profile(spec: ProfileSpec, folder: Path, force: bool = False,
     prepare_folder(folder, force)
     request = {"config": spec.config.to_dict(), "steps": spec.steps,
                "trace_dir": str(folder / TRACE_FOLDER),
-               "dump_dir": str(folder / DUMP_FOLDER)}
+               "dump_dir": str(folder / DUMP_FOLDER), "platform": spec.platform}
     with tempfile.TemporaryDirectory(prefix="hloscope-profile-") as scratch:
         request_path, result_path = handshake_files(Path(scratch))
         request_path.write_text(json.dumps(request))
@@ -62,6 +63,7 @@ def run_profile(spec: ProfileSpec, folder: Path, force: bool = False,
                    str(result_path)]
         environment = {**child_environment(parse_target("cpu")), "JAX_PLATFORMS": spec.platform}
         code = run_child(command, environment, folder / LOG_FILE, timeout)
+        raise_if_missing(code, result_path)
         if code != 0 or not result_path.exists():
             raise ProfileFailed(f"the profiling process failed ({_outcome(code)}); the end of "
                                 f"{folder / LOG_FILE}:\n{tail_of_log(folder / LOG_FILE)}")

@@ -7,7 +7,8 @@ with NumPy** (so that no other program is compiled: the trace's metadata plane t
 train step alone), compiles the train step once with `xla_dump_to` (only this program is
 dumped), runs it once to warm up, then runs `steps` steps under `jax.profiler.trace`, each in a
 `StepTraceAnnotation`, waiting for each step's result. RESULT records the host-measured step
-seconds, the losses, the program's dump file and the package versions.
+seconds, the losses, the program's dump file and the package versions. jax is imported inside
+the functions, after `missing.guarded` has checked that it is installed.
 """
 from __future__ import annotations
 
@@ -17,18 +18,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jax
-import ml_dtypes
-import numpy as np
-
 from hloscope.spec.config import TransformerConfig
-from hloscope.workloads.transformer import TrainState, _is_shape, param_shapes, train_step_fn
+from hloscope.workloads.missing import guarded
 
 STEP_NAME = "train"
 
 
 def host_params(config: TransformerConfig, seed: int = 0) -> Any:
     """Parameters as NumPy arrays (normal(0.02) weights, zero biases, unit norm scales)."""
+    import jax
+    import numpy as np
+
+    from hloscope.workloads.transformer import _is_shape, param_shapes
+
     rng = np.random.default_rng(seed)
     dtype = _numpy_dtype(config.param_dtype)
 
@@ -43,7 +45,13 @@ def host_params(config: TransformerConfig, seed: int = 0) -> Any:
     return jax.tree_util.tree_map_with_path(leaf, param_shapes(config), is_leaf=_is_shape)
 
 
-def host_state(config: TransformerConfig, seed: int = 0) -> tuple[TrainState, dict[str, Any]]:
+def host_state(config: TransformerConfig, seed: int = 0) -> tuple[Any, dict[str, Any]]:
+    """The train state (a transformer.TrainState) and a batch, as NumPy arrays."""
+    import jax
+    import numpy as np
+
+    from hloscope.workloads.transformer import TrainState
+
     params = host_params(config, seed)
     master = jax.tree.map(lambda p: p.astype(np.float32), params)
     zeros = jax.tree.map(np.zeros_like, master)
@@ -55,6 +63,10 @@ def host_state(config: TransformerConfig, seed: int = 0) -> tuple[TrainState, di
 
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
+    import jax
+
+    from hloscope.workloads.transformer import train_step_fn
+
     config = TransformerConfig.from_dict(request["config"])
     state, batch = jax.device_put(host_state(config))
     step = jax.jit(train_step_fn(config), donate_argnums=(0,))
@@ -76,6 +88,9 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _numpy_dtype(name: str) -> Any:
+    import ml_dtypes
+    import numpy as np
+
     return ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
 
 
@@ -85,9 +100,15 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m hloscope.workloads.profile_job REQUEST.json RESULT.json",
               file=sys.stderr)
         return 2
-    result = run(json.loads(Path(args[0]).read_text()))
-    Path(args[1]).write_text(json.dumps(result, indent=2))
-    return 0
+    request = json.loads(Path(args[0]).read_text())
+    result_path = Path(args[1])
+
+    def profile_and_write() -> int:
+        result_path.write_text(json.dumps(run(request), indent=2))
+        return 0
+
+    platform = request.get("platform", "cpu")
+    return guarded(profile_and_write, result_path, platform, f"profiling on {platform}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Every compile gets a fresh `python -m hloscope.workloads.compile_job` process with the target's
 environment (`targets.target_environment`): libtpu can SIGSEGV, and the TPU and CUDA plugins
 initialise each other inside one process. A child that dies or hangs becomes a "crash" or
-"timeout" result carrying the tail of its log, so a sweep survives it. Run compiles one at a time:
+"timeout" result carrying the tail of its log, so a sweep survives it; a child without jax (or
+the target's plugin) raises MissingDependencyError here (`missing`). Run compiles one at a time:
 a TPU compile takes ~1.8 GB and 10-60 s.
 """
 from __future__ import annotations
@@ -14,16 +15,20 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from hloscope.formats.compile_record import CompileResult
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.targets import parse_target, target_environment
 from hloscope.workloads.compile_job import PARENT_PID_ENV
+from hloscope.workloads.missing import raise_if_missing
 
 TRANSFORMER_BUILDER = "hloscope.workloads.transformer:build_train_step"
+VERBOSE_ENV = "HLOSCOPE_VERBOSE"
+"""Set (by `--verbose`): a child's output also goes to this process's stderr, not only its log."""
 LOG_TAIL_LINES = 40
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding `hloscope/`
 
@@ -54,6 +59,7 @@ def compile_in_subprocess(request: CompileRequest, *, timeout: float = 1200.0,
         env = CompileFlags.from_dict(request.flags).apply(child_environment(target),
                                                           target.backend)
         returncode = run_child(command, env, log, timeout)
+        raise_if_missing(returncode, result_path)
         if returncode == 0 and result_path.exists():
             data = json.loads(result_path.read_text())
             return CompileResult.from_dict({**data, "returncode": 0})
@@ -74,14 +80,43 @@ def child_environment(target: Any) -> dict[str, str]:
 
 
 def run_child(command: list[str], env: dict[str, str], log: Path, timeout: float) -> int | None:
-    """The child's return code (negative: killed by that signal); None when it timed out."""
+    """The child's return code (negative: killed by that signal); None when it timed out.
+
+    Its stdout and stderr (libtpu's and CUDA's start-up messages among them) go to `log`, and
+    with $HLOSCOPE_VERBOSE set to this process's stderr as well."""
     with log.open("wb") as output:
+        if os.environ.get(VERBOSE_ENV):
+            return _run_teed(command, env, output, timeout)
         try:
             completed = subprocess.run(command, env=env, stdout=output, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:  # subprocess.run has killed the child
             return None
     return completed.returncode
+
+
+def _run_teed(command: list[str], env: dict[str, str], output: BinaryIO,
+              timeout: float) -> int | None:
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        process.kill()
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    try:
+        assert process.stdout is not None
+        for chunk in iter(lambda: process.stdout.read1(1 << 16), b""):  # type: ignore[union-attr]
+            output.write(chunk)
+            sys.stderr.buffer.write(chunk)
+            sys.stderr.flush()
+        code = process.wait()
+    finally:
+        timer.cancel()
+    return None if timed_out.is_set() else code
 
 
 def _failure(request: CompileRequest, returncode: int | None, log: Path) -> CompileResult:
