@@ -22,7 +22,7 @@ from hloscope.errors import UsageError
 from hloscope.formats.build import LOG_FILE, read_build
 from hloscope.formats.sweep import builds_folder, write_sweep
 from hloscope.frames import Rendered
-from hloscope.optional import require_compiler
+from hloscope.optional import require, require_compiler
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.policies import Variant
@@ -156,6 +156,8 @@ def validate(request: SweepRequest) -> None:
     grid = request.sweep_grid
     if request.executor.kind == "local":  # Ray workers bring their own jax
         require_compiler(target.backend, f"a sweep for {target.spec}")
+    else:
+        require("ray", "ray", "--executor ray needs Ray")
     if request.search_batch and memory_budget(target.device) is None:
         raise UsageError(f"--search batch needs a memory capacity; {target.spec} has none")
     if request.search_batch and len(grid.batches) > 1:

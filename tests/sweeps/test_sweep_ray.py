@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO
 from sweep_runs import rows_by_name, run_sweep_cli
 
-from hloscope.errors import EXIT_INPUT_MISSING, EXIT_USAGE
+from hloscope.errors import EXIT_INPUT_MISSING, EXIT_MISSING_DEPENDENCY
 from hloscope.sweeps.faults import KILL_ATTEMPTS_ENV
 
 COMPARED = ("outcome", "rank", "reason", "status", "fits", "batch", "fingerprint", "total_flops",
@@ -79,8 +79,9 @@ SWEEP = ("sweep", "--model", "tiny", "--target", "cpu", "--policies", "none", "-
 def test_without_ray_the_executor_names_the_extra(tmp_path: Path) -> None:
     result = cli(*SWEEP, "-o", str(tmp_path / "out"), "--executor", "ray",
                  prelude="import sys; sys.modules['ray'] = None  # as if not installed")
-    assert result.returncode == EXIT_USAGE, result.stderr
+    assert result.returncode == EXIT_MISSING_DEPENDENCY, result.stderr
     assert "pip install 'hloscope[ray]'" in result.stderr and "Traceback" not in result.stderr
+    assert "compiling" not in result.stderr  # refused before the start line
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1:9", "ray://127.0.0.1:9"])
