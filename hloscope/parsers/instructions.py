@@ -20,10 +20,11 @@ line breaks kept), so every later error still points at the right file:line:col.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from hloscope.errors import ParseError
 from hloscope.model.instruction import CALLED_COMPUTATION_KEYS, Instruction
-from hloscope.model.module import Computation
+from hloscope.model.module import Computation, HloModule
 from hloscope.model.opcodes import is_known
 from hloscope.model.scan import find_matching, split_top_level
 from hloscope.model.shape import Shape
@@ -38,8 +39,19 @@ from hloscope.parsers.statement import (
     skip_blanks,
 )
 
-if TYPE_CHECKING:
-    from hloscope.parsers.text import TextParser
+
+class _Parser(Protocol):
+    """What the reader needs of hloscope.parsers.text.TextParser (which owns the reader)."""
+
+    source: str
+    computation: Computation | None
+    _root_seen: bool
+    _intern: dict[str, str]
+
+    def _append(self, instruction: Instruction) -> None: ...
+    def _located(self, text: str, line_number: int, offset: int, message: str) -> ParseError: ...
+    def _close_computation(self, line: str, line_number: int) -> None: ...
+    def _current_module(self) -> HloModule: ...
 
 HEAD = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*")
 _ASYNC_SUFFIXES = (("-start", "async-start"), ("-update", "async-update"),
@@ -60,7 +72,7 @@ def async_shorthand(opcode: str) -> tuple[str, str] | None:
 class InstructionReader:
     """Parses statement texts into the parser's current computation (see the module docstring)."""
 
-    def __init__(self, parser: TextParser) -> None:
+    def __init__(self, parser: _Parser) -> None:
         self.parser = parser
         self._names: dict[str, Instruction] = {}
         self._names_of: Computation | None = None

@@ -10,7 +10,8 @@ from xla_oracle import compare_with_xla, xla_available
 import hloscope
 from hloscope.errors import ParseError
 
-SCALAR_ADD = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+SCALAR_ADD = ("add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+              "  ROOT s = f32[] add(a, b)\n}\n")
 LESS = ("lt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
         "  ROOT c = pred[] compare(a, b), direction=LT\n}\n")
 
@@ -75,13 +76,14 @@ ENTRY e {
 """,
     "nested_operands": """HloModule m
 ENTRY e {
-  ROOT a = f32[4] add(f32[4] parameter(0), f32[4] multiply(f32[4] parameter(1), maximum(f32[4] parameter(2), f32[4] parameter(3))))
+  ROOT a = f32[4] add(f32[4] parameter(0), f32[4] multiply(f32[4] parameter(1),
+      maximum(f32[4] parameter(2), f32[4] parameter(3))))
 }
 """,
-    "computation_on_one_line": """HloModule m
-add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
-ENTRY e { p = f32[8] parameter(0) z = f32[] constant(0) ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=add }
-""",
+    "computation_on_one_line": "HloModule m\n"
+    "add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }\n"
+    "ENTRY e { p = f32[8] parameter(0) z = f32[] constant(0) "
+    "ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=add }\n",
     "header_string_spanning_lines": """HloModule m, frontend_attributes={note="first
 second"}
 ENTRY e {
@@ -139,7 +141,8 @@ ENTRY e {
   w = f32[8,16] parameter(1)
   st1 = ((f32[4,8]), f32[4,8], s32[]) custom-call-start(p), custom_call_target="foo"
   dn1 = f32[4,8] custom-call-done(st1)
-  st2 = ((f32[4,8], f32[8,16]), f32[4,16], s32[]) dot-start(dn1, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  st2 = ((f32[4,8], f32[8,16]), f32[4,16], s32[]) dot-start(dn1, w), lhs_contracting_dims={1},
+      rhs_contracting_dims={0}
   dn2 = f32[4,16] dot-done(st2)
   st3 = ((f32[4,8], f32[4,8]), f32[4,8], s32[]) add-start(p, dn1)
   up3 = ((f32[4,8], f32[4,8]), f32[4,8], s32[]) add-update(st3)
@@ -148,7 +151,8 @@ ENTRY e {
   dn4 = f32[4,8] fusion-done(st4)
   st5 = ((f32[4,8]), f32[4,8], s32[]) call-start(dn4), to_apply=callee
   dn5 = f32[4,8] call-done(st5)
-  st6 = ((f32[4,8]), f32[1,8], s32[]) reduce-scatter-start(dn5), replica_groups={}, dimensions={0}, to_apply=add
+  st6 = ((f32[4,8]), f32[1,8], s32[]) reduce-scatter-start(dn5), replica_groups={},
+      dimensions={0}, to_apply=add
   dn6 = f32[1,8] reduce-scatter-done(st6)
   ROOT t = (f32[4,16], f32[1,8]) tuple(dn2, dn6)
 }
