@@ -84,24 +84,19 @@ class InstructionReader:
         """Every instruction of `text`, and the computation's `}` (with what follows it)."""
         parser = self.parser
         pos = skip_blanks(text, 0)
+        message = "expected an instruction 'name = shape opcode(operands)'"
         while pos < len(text):
             if text[pos] == "}":
                 parser._close_computation(blank(text[:pos]) + text[pos:], line_number)
                 return
-            if pos and not HEAD.match(text, pos):
-                raise parser._located(text, line_number, pos,
-                                      "expected ',' or the end of the instruction")
-            pos = skip_blanks(text, self._statement(text, pos, line_number))
-
-    def _statement(self, text: str, start: int, line_number: int) -> int:
-        head = HEAD.match(text, start)
-        if not head:
-            raise self.parser._located(text, line_number, start,
-                                       "expected an instruction 'name = shape opcode(operands)'")
-        instruction, end = self._rhs(text, start, head.end(), line_number, head.group(2),
-                                     head.group(1) is not None, nested=False)
-        self.parser._append(instruction)
-        return end
+            head = HEAD.match(text, pos)
+            if not head:
+                raise parser._located(text, line_number, pos, message)
+            instruction, end = self._rhs(text, pos, head.end(), line_number, head.group(2),
+                                         head.group(1) is not None, nested=False)
+            parser._append(instruction)
+            pos = skip_blanks(text, end)
+            message = "expected ',' or the end of the instruction"
 
     # --- one instruction -------------------------------------------------------------------
     def _rhs(self, text: str, start: int, pos: int, line_number: int, name: str | None,
@@ -130,7 +125,7 @@ class InstructionReader:
         shorthand = async_shorthand(opcode_name)
         if name is None:
             name = self._unique(f"{opcode_name}.anon")
-        own_text = text if end >= len(text.rstrip()) and not text[:start].strip() \
+        own_text = text if not text[:start].strip() and not text[end:].strip() \
             else blank(text[:start]) + text[start:end]
         instruction = Instruction(name, opcode_name, shape_text or "", own_text, opcode.end(),
                                   close, line_number, is_root, parser.source)
