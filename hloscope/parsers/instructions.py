@@ -85,18 +85,21 @@ class InstructionReader:
         parser = self.parser
         pos = skip_blanks(text, 0)
         message = "expected an instruction 'name = shape opcode(operands)'"
+        instruction_before = False  # then `key=value` without its comma is reported as such
         while pos < len(text):
             if text[pos] == "}":
                 parser._close_computation(blank(text[:pos]) + text[pos:], line_number)
                 return
             head = HEAD.match(text, pos)
-            if not head:
+            if not head or (instruction_before and not SHAPE_START.match(text, head.end())
+                            and not OPCODE.match(text, head.end())):
                 raise parser._located(text, line_number, pos, message)
             instruction, end = self._rhs(text, pos, head.end(), line_number, head.group(2),
                                          head.group(1) is not None, nested=False)
             parser._append(instruction)
             pos = skip_blanks(text, end)
             message = "expected ',' or the end of the instruction"
+            instruction_before = True
 
     # --- one instruction -------------------------------------------------------------------
     def _rhs(self, text: str, start: int, pos: int, line_number: int, name: str | None,

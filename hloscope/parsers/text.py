@@ -8,7 +8,11 @@ exact column of an error.
 
 Accepted beyond XLA's own printer, as XLA's parser accepts them: text without an `HloModule` header
 (the last computation is the entry), several modules in one file, names without `%`, `//` and
-`/* */` comments, operand lists with inline shapes, and files without a trailing newline.
+`/* */` comments, operand lists with inline shapes, and files without a trailing newline. A line
+that starts `[ROOT] name =` begins a new instruction unless the statement before it is still open
+(a bracket, a trailing `,` or `=`); the other forms of XLA's grammar (computations on one line,
+shape-less and nested instructions, inline bodies, the async shorthand) are read by
+hloscope.parsers.instructions.
 
 Truncated text is refused precisely: the error says where the text ends and inside which
 computation, or, for a module that ends after a complete computation but before its ENTRY, that the
