@@ -156,6 +156,16 @@ CASES = [
     _case("call to an undefined computation", "  ROOT %r = f32[4] map(%p), dimensions={0}, "
           "to_apply=%c", "  ROOT %r = f32[4] map(%p), dimensions={0}, to_apply=%nope", 0,
           "computation nope is not defined"),
+    SemanticCase("call to a computation defined below",
+                 module("  ROOT %r = f32[4] map(%p), dimensions={0}, to_apply=%c"),
+                 module("  ROOT %r = f32[4] map(%p), dimensions={0}, to_apply=%below")
+                 + "\n%below (a: f32[]) -> f32[] {\n  ROOT %a = f32[] parameter(0)\n}\n",
+                 BODY_LINE, "not defined above"),
+    SemanticCase("a computation calling itself", module(_NEG),
+                 module(_NEG).replace("  ROOT %a = f32[] parameter(0)\n}\n\n%c2",
+                                      "  %a = f32[] parameter(0)\n  ROOT %k = f32[] call(%a), "
+                                      "to_apply=%c\n}\n\n%c2", 1),
+                 5, "not defined above"),
     _case("async-done on a non-async operand",
           "  %q = f32[] constant(1)\n  %s = ((f32[]), f32[]) async-start(%q), calls=%c\n"
           "  %d = f32[] async-done(%s)\n" + _NEG,

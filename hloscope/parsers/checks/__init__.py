@@ -4,7 +4,8 @@ The text parser (`hloscope.parsers.text`) checks syntax and truncation; these ch
 XLA's `ParseAndReturnUnverifiedModule` does: names and parameter numbers unique, operands and
 control predecessors defined above their use, declared operand shapes, operand counts, the
 attributes each opcode allows and their enum values, constant literals, `padding=`,
-`use_global_device_ids`, called computations, async chains, `input_output_alias` and
+`use_global_device_ids`, called computations (defined above their caller, so calls never
+form a cycle), async chains, `input_output_alias` and
 `buffer_donor` (`xla_facts.py` holds what was probed from XLA). Each failure is a ParseError (exit
 4) at file:line:col. A lenient load (`--lenient`, `lenient=True`) skips them, for hand-edited
 modules; it never skips syntax or truncation errors.
@@ -24,8 +25,10 @@ _ASYNC_OPCODES = frozenset({"async-start", "async-update", "async-done"})
 
 def check_module(module: HloModule) -> None:
     """Raises a ParseError (exit 4, file:line:col) at the first thing XLA's parser refuses."""
+    above: dict[str, object] = {}  # computations defined above the one checked (XLA: callees first)
     for computation in module.computations.values():
-        check_computation(module, computation)
+        check_computation(computation, above)
+        above[computation.name] = computation
         if any(i.opcode in _ASYNC_OPCODES for i in computation.instructions):
             check_async_chains(computation)
     check_aliasing(module)

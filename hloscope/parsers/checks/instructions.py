@@ -13,9 +13,10 @@ only an instruction whose keys need a closer look has its attributes split prope
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from hloscope.model.instruction import CALLED_COMPUTATION_KEYS, Instruction
-from hloscope.model.module import Computation, HloModule
+from hloscope.model.module import Computation
 from hloscope.model.scan import split_top_level
 from hloscope.model.shape_text import TextSyntaxError, parse_shape_prefix
 from hloscope.parsers.checks.literals import check_literal
@@ -47,8 +48,10 @@ _ALLOWED = {op: GENERIC_ATTRIBUTES | NEWER_ATTRIBUTES | set(extra)
             for op, extra in OPCODE_ATTRIBUTES.items()}
 
 
-def check_computation(module: HloModule, computation: Computation) -> None:
-    """Raises a located ParseError at the first instruction XLA's parser would refuse."""
+def check_computation(computation: Computation,
+                      above: Mapping[str, object]) -> None:
+    """Raises a located ParseError at the first instruction XLA's parser would refuse; `above`
+    names the computations defined before this one, the only ones it may call."""
     defined: dict[str, Instruction] = {}
     parameters: dict[int, Instruction] = {}
     contains = defined.__contains__
@@ -74,7 +77,7 @@ def check_computation(module: HloModule, computation: Computation) -> None:
         if end + 1 < len(text):
             keys = set(find_keys(text, end))
             if keys and not (keys <= _ALLOWED.get(opcode, keys) and keys.isdisjoint(_SPECIAL)):
-                _check_attributes(module, instruction, keys, defined)
+                _check_attributes(above, instruction, keys, defined)
         defined[instruction.name] = instruction
 
 
@@ -138,7 +141,7 @@ def _check_operand_shapes(instruction: Instruction, defined: dict[str, Instructi
                                     len(text[start:end].lstrip()))
 
 
-def _check_attributes(module: HloModule, instruction: Instruction, keys: set[str],
+def _check_attributes(above: Mapping[str, object], instruction: Instruction, keys: set[str],
                       defined: dict[str, Instruction]) -> None:
     allowed = _ALLOWED.get(instruction.opcode)
     if allowed is not None and not keys <= allowed:
@@ -149,7 +152,7 @@ def _check_attributes(module: HloModule, instruction: Instruction, keys: set[str
                 raise instruction.error(_undefined(name),
                                         _value_offset(instruction, "control-predecessors", name))
     if keys & _CALLED_KEYS:
-        _check_called(module, instruction)
+        _check_called(above, instruction)
     if "use_global_device_ids" in keys:
         _check_global_ids(instruction)
     if "api_version" in keys:
@@ -178,10 +181,9 @@ def _value_offset(instruction: Instruction, key: str, within: str = "") -> int:
     return found if found >= 0 else span[0]
 
 
-def _check_called(module: HloModule, instruction: Instruction) -> None:
-    """Called computations exist: found by a regex first, the attributes split only to confirm a
-    name the regex found that no computation has (it may sit inside a string)."""
-    computations = module.computations
+def _check_called(computations: Mapping[str, object], instruction: Instruction) -> None:
+    """Called computations are defined above: found by a regex first, the attributes split only
+    to confirm a name the regex found that is not (it may sit inside a string)."""
     for value in _CALLED_VALUES.findall(instruction.text, instruction.operands_end):
         if not all(map(computations.__contains__, _NAME_IN_LIST.findall(value))):
             break
@@ -190,7 +192,8 @@ def _check_called(module: HloModule, instruction: Instruction) -> None:
     for name in instruction.called_computations:
         if name not in computations:
             offset = instruction.text.find(name, instruction.operands_end)
-            raise instruction.error(f"computation {name} is not defined", max(offset, 0))
+            raise instruction.error(f"computation {name} is not defined above its use (XLA "
+                                    "reads a callee before its callers)", max(offset, 0))
 
 
 def _check_global_ids(instruction: Instruction) -> None:
