@@ -15,6 +15,8 @@ operands finds a key that needs it, so a load stays fast.
 """
 from __future__ import annotations
 
+import gc
+
 from hloscope.model.module import HloModule
 from hloscope.parsers.checks.aliasing import check_aliasing
 from hloscope.parsers.checks.async_chains import check_async_chains
@@ -24,7 +26,21 @@ _ASYNC_OPCODES = frozenset({"async-start", "async-update", "async-done"})
 
 
 def check_module(module: HloModule) -> None:
-    """Raises a ParseError (exit 4, file:line:col) at the first thing XLA's parser refuses."""
+    """Raises a ParseError (exit 4, file:line:col) at the first thing XLA's parser refuses.
+
+    Python's cyclic collector is paused meanwhile: the pass allocates small temporaries while the
+    module holds hundreds of thousands of objects, and each automatic collection would traverse
+    them all (the pass makes no reference cycles)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _check(module)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _check(module: HloModule) -> None:
     above: dict[str, object] = {}  # computations defined above the one checked (XLA: callees first)
     for computation in module.computations.values():
         check_computation(computation, above)
