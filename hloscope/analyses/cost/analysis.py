@@ -139,6 +139,9 @@ class CostAnalysis:
     def branch_choice(self, conditional: Instruction) -> tuple[list[str], list[int]]:
         """(branch computations, index of the branch supplying each cost property)."""
         branches = branch_computations(conditional)
+        if not branches:
+            raise conditional.error("conditional without branch computations",
+                                    conditional.operands_end)
         costs = [self.computation_total(b).as_tuple() for b in branches]
         chosen = []
         for prop in range(4):
