@@ -29,6 +29,7 @@ from hloscope.model.opcodes import is_known
 from hloscope.model.scan import find_matching, split_top_level
 from hloscope.model.shape import Shape
 from hloscope.model.shape_text import TextSyntaxError, parse_shape_prefix
+from hloscope.parsers.checks.xla_facts import GENERIC_ATTRIBUTES
 from hloscope.parsers.infer_shape import InferenceError, infer
 from hloscope.parsers.statement import (
     NESTED_INSTRUCTION,
@@ -232,7 +233,7 @@ class InstructionReader:
         self._insert_before_current(computation)
         kept = "".join(f", {key}={instruction.raw_attribute(key)}"
                        for key in instruction.attribute_names
-                       if key not in CALLED_COMPUTATION_KEYS)
+                       if key in ASYNC_START_ATTRIBUTES and key not in CALLED_COMPUTATION_KEYS)
         instruction.text = (instruction.text[: instruction.operands_end + 1] + kept
                             + f", calls={computation.name}")
         instruction._attributes = None
@@ -262,6 +263,11 @@ class InstructionReader:
             reordered[name] = existing
         reordered.setdefault(computation.name, computation)
         module.computations = reordered
+
+
+# What an expanded `X-start` keeps for itself; the wrapped X takes its own attributes.
+ASYNC_START_ATTRIBUTES = (GENERIC_ATTRIBUTES - {"backend_config"}) | {
+    "async_execution_thread", "output_to_operand_aliasing"}
 
 
 def _is_instruction(text: str, pos: int, end: int) -> bool:
