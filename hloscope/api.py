@@ -342,24 +342,26 @@ def _compile_flags(xla_flags: Sequence[str]) -> Any:
 
 def report(*inputs: ModuleLike, output: str | Path | None = None, force: bool = False,
            title: str | None = None, module: str | None = None, capacity: int | None = None,
-           top: int = 15) -> str:
+           top: int = 15, lenient: bool = False) -> str:
     """The self-contained HTML report of one or more modules, dump folders, build folders or a
     sweep folder (what `hloscope report` writes); written to `output` when given (an existing
-    file only with `force`). `capacity` (bytes per device) judges fit. Returns the HTML."""
+    file only with `force`). `capacity` (bytes per device) judges fit; `lenient` skips the
+    semantic checks of the inputs' HLO (as `load`'s). Returns the HTML."""
     from hloscope.reports.html_report import report_page
     from hloscope.reports.output import write_file
     from hloscope.reports.renderers.html_page import render_page
 
     if not inputs:
         raise UsageError("report needs at least one input")
-    html = render_page(report_page(report_inputs(list(inputs), module, capacity), title, top))
+    loaded = report_inputs(list(inputs), module, capacity, lenient)
+    html = render_page(report_page(loaded, title, top))
     if output is not None:
         write_file(output, html, force)
     return html
 
 
 def report_inputs(sources: list[Any], module: str | None = None,
-                  capacity: int | None = None) -> OverviewSet:
+                  capacity: int | None = None, lenient: bool = False) -> OverviewSet:
     """Every input of a report loaded and analysed: a sweep folder gives each variant's build
     (its sweep.json the verdict), anything else one program."""
     from hloscope.analyses.summary.overview import overview_set
@@ -376,9 +378,9 @@ def report_inputs(sources: list[Any], module: str | None = None,
                 if folder is None:
                     notes.append(f"{row.variant}: no compiled program ({row.status})")
                 else:
-                    programs.append((row.variant, load_program(folder)))
+                    programs.append((row.variant, load_program(folder, lenient=lenient)))
         else:
-            program = as_program(source, module)
+            program = as_program(source, module, lenient=lenient)
             programs.append((_label(program) if isinstance(source, str | Path)
                              else program.module.name, program))
     if not programs:

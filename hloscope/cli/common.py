@@ -106,6 +106,7 @@ class HloInput:
 
     source: str
     module: str | None = None
+    lenient: bool = False
 
     def load(self) -> HloModule:
         """Loads the selected module (InputError exit 3, ParseError exit 4)."""
@@ -116,21 +117,32 @@ class HloInput:
         from hloscope.loader.program import load_program
 
         return load_program("-" if self.source == "-" else Path(self.source), self.module,
-                            log_path)
+                            log_path, self.lenient)
+
+
+LENIENT_HELP = ("Skip the semantic checks XLA's parser makes (undefined names, operand counts, "
+                "attributes an opcode does not take, literal ranges, ...) for a hand-edited "
+                "module; syntax and truncation errors are still reported.")
+
+
+def lenient_option(command: CommandFunction) -> CommandFunction:
+    """Adds --lenient, passed as `lenient` (see LENIENT_HELP)."""
+    return click.option("--lenient", is_flag=True, help=LENIENT_HELP)(command)
 
 
 def hlo_input(*names: str) -> Callable[[CommandFunction], CommandFunction]:
-    """Adds one HLO argument per name (default "hlo") and --module NAME, and passes each as an
-    `HloInput` keyword of that name. `--module` applies to every input (e.g. diff's two)."""
+    """Adds one HLO argument per name (default "hlo"), --module NAME and --lenient, and passes each
+    as an `HloInput` keyword of that name. Both options apply to every input (e.g. diff's two)."""
     arguments = names or ("hlo",)
 
     def decorate(command: CommandFunction) -> CommandFunction:
         @functools.wraps(command)
-        def collected(*args: Any, module: str | None, **kwargs: Any) -> Any:
+        def collected(*args: Any, module: str | None, lenient: bool, **kwargs: Any) -> Any:
             for name in arguments:
-                kwargs[name] = HloInput(kwargs[name], module)
+                kwargs[name] = HloInput(kwargs[name], module, lenient)
             return command(*args, **kwargs)
 
+        collected = lenient_option(collected)
         collected = click.option("--module", metavar="NAME", default=None,
                                  help="In a dump folder or multi-module file, read this module "
                                       "(module name, file name or program id).")(collected)

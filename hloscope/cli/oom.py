@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from hloscope.cli.common import emit, output_options
+from hloscope.cli.common import emit, lenient_option, output_options
 from hloscope.devices import check_device_or_capacity
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.units import parse_bytes
@@ -30,9 +30,10 @@ from hloscope.units import parse_bytes
                    "predictions.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Show the N largest groups live at the peak.")
+@lenient_option
 @output_options
 def command(source: str, module: str | None, log_path: Path | None, device: str | None,
-            capacity: str | None, sweep_dir: Path | None, top: int, fmt: str,
+            capacity: str | None, sweep_dir: Path | None, top: int, lenient: bool, fmt: str,
             output: Path | None, force: bool) -> int:
     """Explain why a program does (or does not) fit one device: the verdict on XLA's allocation
     (the live peak, labelled an estimate, without XLA's data), what is live at the peak by
@@ -45,7 +46,8 @@ def command(source: str, module: str | None, log_path: Path | None, device: str 
     from hloscope.reports.oom import oom_report
 
     check_device_or_capacity(device, capacity, options=True)
-    program = load_program("-" if source == "-" else Path(source), module, log_path)
+    program = load_program("-" if source == "-" else Path(source), module, log_path,
+                           lenient)
     given = None if capacity is None else parse_bytes(capacity)
     diagnosis = oom(program, device, given, sweep=sweep_dir, top=top)
     emit(oom_report(diagnosis), fmt, output, force)

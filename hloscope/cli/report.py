@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from hloscope.cli.common import lenient_option
 from hloscope.devices import check_device_or_capacity
 from hloscope.errors import UsageError
 from hloscope.reports.output import check_writable
@@ -26,8 +27,9 @@ from hloscope.reports.output import check_writable
 @click.option("--capacity", metavar="SIZE", default=None,
               help="Judge fit against this many bytes per device (e.g. 16GiB).")
 @click.option("--title", default=None, help="The page's title.")
+@lenient_option
 def command(inputs: tuple[str, ...], output: Path, force: bool, module: str | None, top: int,
-            device: str | None, capacity: str | None, title: str | None) -> None:
+            device: str | None, capacity: str | None, title: str | None, lenient: bool) -> None:
     """Write one HTML file (no network needed to open it) with, for each INPUT — an HLO file,
     an XLA dump folder or a `hloscope build` folder — the summary, the memory timeline with the
     peak and phases marked, the top live buffers at the peak, FLOPs by layer and phase and the
@@ -41,7 +43,8 @@ def command(inputs: tuple[str, ...], output: Path, force: bool, module: str | No
         _check_suffix(output)
         check_writable(output, force)
     html = report(*inputs, output=None if stdout else output, force=force, title=title,
-                  module=module, capacity=_capacity(device, capacity), top=top)
+                  module=module, capacity=_capacity(device, capacity), top=top,
+                  lenient=lenient)
     if stdout:
         sys.stdout.write(html)
 

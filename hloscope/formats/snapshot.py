@@ -59,7 +59,9 @@ def read_snapshot(path: Path) -> Snapshot:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        line_text = text.splitlines()[error.lineno - 1] if text.strip() else ""
+        lines = text.splitlines()
+        # A text cut at a line's end fails on the line after its last one.
+        line_text = lines[error.lineno - 1] if error.lineno <= len(lines) else ""
         raise ParseError(f"not a readable baseline (invalid JSON: {error.msg})",
                          SourceLocation(str(path), error.lineno, error.colno), line_text) from None
     return _snapshot_from(data, path)
@@ -75,6 +77,8 @@ def _snapshot_from(data: Any, path: Path) -> Snapshot:
     if not isinstance(toolchain, dict):
         raise _not_a_snapshot(path, "its toolchain must be an object")
     notes = data.get("notes") or []
+    if not isinstance(notes, list):
+        raise _not_a_snapshot(path, "its notes must be a list")
     return Snapshot(str(data.get("module", "")), metrics,
                     {key: toolchain.get(key) for key in TOOLCHAIN_KEYS}, [str(n) for n in notes])
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from hloscope.errors import InputError
 from hloscope.formats.build import DUMP_FOLDER, is_build_folder
 from hloscope.model.module import HloModule
+from hloscope.parsers.checks import check_module
 from hloscope.parsers.dump_folder import (
     AFTER_OPTIMIZATIONS,
     choose_dump_file,
@@ -27,16 +28,25 @@ from hloscope.parsers.dump_folder import (
 from hloscope.parsers.hlo_file import load_file, looks_like_text, parse_stream, parse_text
 
 
-def load_input(source: str | Path, module: str | None = None) -> HloModule:
-    """Loads the selected module from a path, `-`, or HLO text (see the module docstring)."""
+def load_input(source: str | Path, module: str | None = None,
+               lenient: bool = False) -> HloModule:
+    """Loads the selected module from a path, `-`, or HLO text (see the module docstring), and
+    checks it as XLA's parser does (`hloscope.parsers.checks`) unless `lenient`."""
     if isinstance(source, str) and looks_like_text(source):
-        return _pick(parse_text(source), module, "<text>")
+        return _checked(_pick(parse_text(source), module, "<text>"), lenient)
     if str(source) == "-":
-        return _pick(parse_stream(sys.stdin, "<stdin>"), module, "<stdin>")
+        return _checked(_pick(parse_stream(sys.stdin, "<stdin>"), module, "<stdin>"), lenient)
     path = Path(source)
     if path.is_dir():
-        return load_dump_folder(path, module)
-    return _pick(load_file(path), module, str(path))
+        return load_dump_folder(path, module, lenient)
+    return _checked(_pick(load_file(path), module, str(path)), lenient)
+
+
+def _checked(module: HloModule, lenient: bool) -> HloModule:
+    """The semantic checks XLA's parser makes (ParseError, exit 4), skipped when `lenient`."""
+    if not lenient:
+        check_module(module)
+    return module
 
 
 def hlo_folder(folder: Path) -> Path:
@@ -47,7 +57,8 @@ def hlo_folder(folder: Path) -> Path:
     return folder
 
 
-def load_dump_folder(folder: Path, module: str | None = None) -> HloModule:
+def load_dump_folder(folder: Path, module: str | None = None,
+                     lenient: bool = False) -> HloModule:
     """The selected module of a dump folder (or of a build folder's dump/)."""
     folder = hlo_folder(folder)
     files = dump_files(folder)
@@ -59,7 +70,7 @@ def load_dump_folder(folder: Path, module: str | None = None) -> HloModule:
     loaded.alternatives = tuple(f.path.name for f in files if f is not chosen)
     if len(files) > 1:
         loaded.chosen_because = because
-    return loaded
+    return _checked(loaded, lenient)
 
 
 def _pick(modules: list[HloModule], wanted: str | None, source: str) -> HloModule:
@@ -76,9 +87,12 @@ def _pick(modules: list[HloModule], wanted: str | None, source: str) -> HloModul
 
 
 
-def load_all(source: str | Path) -> list[HloModule]:
-    """Every module of a file or text, in order (a dump folder gives its selected module)."""
+def load_all(source: str | Path, lenient: bool = False) -> list[HloModule]:
+    """Every module of a file or text, in order (a dump folder gives its selected module), each
+    checked as `load_input` checks it unless `lenient`."""
     if isinstance(source, str) and looks_like_text(source):
-        return parse_text(source)
+        return [_checked(m, lenient) for m in parse_text(source)]
     path = Path(source)
-    return [load_dump_folder(path)] if path.is_dir() else load_file(path)
+    if path.is_dir():
+        return [load_dump_folder(path, lenient=lenient)]
+    return [_checked(m, lenient) for m in load_file(path)]

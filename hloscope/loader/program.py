@@ -147,10 +147,10 @@ class Program:
 
 
 def load_program(source: str | Path, module_name: str | None = None,
-                 log_path: str | Path | None = None) -> Program:
+                 log_path: str | Path | None = None, lenient: bool = False) -> Program:
     """The program at `source` (anything `load_input` takes): InputError (exit 3) or ParseError
-    (exit 4) as `load_input` raises them."""
-    module = load_input(source, module_name)
+    (exit 4) as `load_input` raises them; `lenient` skips the semantic checks."""
+    module = load_input(source, module_name, lenient)
     return Program(module, _label(source), None if log_path is None else Path(log_path))
 
 
@@ -160,13 +160,13 @@ def program_of(module: HloModule, log_path: str | Path | None = None) -> Program
 
 
 def as_program(value: Program | HloModule | str | Path, module_name: str | None = None,
-               log_path: str | Path | None = None) -> Program:
+               log_path: str | Path | None = None, lenient: bool = False) -> Program:
     """`value` itself, the program of a module, or the program `load_program` reads."""
     if isinstance(value, Program):
         return value if log_path is None else Program(value.module, value.source, Path(log_path))
     if isinstance(value, HloModule):
         return program_of(value, log_path)
-    return load_program(value, module_name, log_path)
+    return load_program(value, module_name, log_path, lenient)
 
 
 def _label(source: str | Path) -> str:

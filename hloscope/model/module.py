@@ -74,15 +74,23 @@ class StackFrameTables:
         frame = self.stack_frames.get(frame_id)
         if frame is None:
             return None
-        location = self.file_locations.get(int(frame.get("file_location_id", 0)), {})
+        location = self.file_locations.get(_int(frame.get("file_location_id")), {})
         return SourceFrame(
-            file_name=self.file_names.get(int(location.get("file_name_id", 0)), ""),
-            function_name=self.function_names.get(int(location.get("function_name_id", 0)), ""),
-            line=int(location.get("line", 0)),
-            column=int(location.get("column", 0)),
+            file_name=self.file_names.get(_int(location.get("file_name_id")), ""),
+            function_name=self.function_names.get(_int(location.get("function_name_id")), ""),
+            line=_int(location.get("line")),
+            column=_int(location.get("column")),
             # XLA 0.10.2 prints the parent's id plus one (a root frame, parent 0, prints 1).
-            parent_frame_id=max(int(frame.get("parent_frame_id", 0)) - 1, 0),
+            parent_frame_id=max(_int(frame.get("parent_frame_id")) - 1, 0),
         )
+
+
+def _int(text: str | None) -> int:
+    """A table's number; 0 (no such entry) for one that is missing or not a number."""
+    try:
+        return int(text) if text else 0
+    except ValueError:
+        return 0
 
 
 @dataclass(slots=True)

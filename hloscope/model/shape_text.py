@@ -52,6 +52,8 @@ def parse_shape_prefix(text: str, pos: int) -> tuple[Shape, int]:
     pos += _skip_space(text, pos)
     if pos < len(text) and text[pos] == "(":
         return _parse_tuple(text, pos)
+    if text.startswith("b(", pos):
+        return _parse_buffer(text, pos)
     match = _ARRAY.match(text, pos)
     if not match:
         raise TextSyntaxError("expected a shape such as f32[2,3]{1,0} or a tuple", pos)
@@ -64,6 +66,15 @@ def parse_shape_prefix(text: str, pos: int) -> tuple[Shape, int]:
     if end < len(text) and text[end] == "{":
         layout, end = _parse_layout(text, end, len(dims))
     return Shape(element_type, dims, dynamic, layout), end
+
+
+def _parse_buffer(text: str, pos: int) -> tuple[Shape, int]:
+    """`b(<array shape>)`, XLA's buffer type: modelled as the array it holds (same bytes)."""
+    inner, end = parse_shape_prefix(text, pos + 2)
+    end += _skip_space(text, end)
+    if inner.is_tuple or end >= len(text) or text[end] != ")":
+        raise TextSyntaxError("expected ')' closing the buffer shape b(...)", end)
+    return inner, end + 1
 
 
 def _parse_dims(text: str, offset: int) -> tuple[tuple[int, ...], tuple[bool, ...]]:

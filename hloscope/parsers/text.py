@@ -8,7 +8,11 @@ exact column of an error.
 
 Accepted beyond XLA's own printer, as XLA's parser accepts them: text without an `HloModule` header
 (the last computation is the entry), several modules in one file, names without `%`, `//` and
-`/* */` comments, operand lists with inline shapes, and files without a trailing newline.
+`/* */` comments, operand lists with inline shapes, and files without a trailing newline. A line
+that starts `[ROOT] name =` begins a new instruction unless the statement before it is still open
+(a bracket, a trailing `,` or `=`); the other forms of XLA's grammar (computations on one line,
+shape-less and nested instructions, inline bodies, the async shorthand) are read by
+hloscope.parsers.instructions.
 
 Truncated text is refused precisely: the error says where the text ends and inside which
 computation, or, for a module that ends after a complete computation but before its ENTRY, that the
@@ -25,11 +29,12 @@ from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation, HloModule
 from hloscope.model.scan import (
     bracket_balance,
-    find_matching,
     split_top_level,
     strip_line_comment,
 )
-from hloscope.model.shape_text import TextSyntaxError, parse_shape, parse_shape_prefix
+from hloscope.model.shape_text import TextSyntaxError, parse_shape
+from hloscope.parsers.instructions import InstructionReader, async_shorthand
+from hloscope.parsers.statement import blank, body_brace
 
 _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _ARRAY_SHAPE = r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?"
@@ -37,11 +42,9 @@ _FAST_INSTRUCTION = re.compile(
     r"[ \t]*(ROOT[ \t]+)?" + _NAME + r"[ \t]*=[ \t]*(" + _ARRAY_SHAPE + r")[ \t]+"
     r"([a-z][a-z0-9\-]*)\(([^()\"]*)\)(?=[ \t]*(?:,|\r?\n?$))"
 )
-_INSTRUCTION_START = re.compile(
-    r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*(?:\(|[a-z][a-z0-9]*\[)"
-)
-_HEAD = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
-_OPCODE = re.compile(r"\s+([a-z][a-z0-9\-]*)\s*\(")
+# A line that starts `[ROOT] name =` begins a new instruction, unless the statement before it
+# is still open (a bracket, or a trailing `,` or `=`).
+_INSTRUCTION_START = re.compile(r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=")
 _COMPUTATION_HEADER = re.compile(
     r"\s*(ENTRY\s+)?" + _NAME + r"\s*(?:(\(.*\))\s*->\s*(.+?))?\s*\{\s*$", re.S
 )
@@ -70,6 +73,8 @@ class TextParser:
         self._in_block_comment = False
         self._last_line = ""
         self._intern: dict[str, str] = {}
+        self._reader = InstructionReader(self)
+        self._opcodes: dict[str, str] = {}  # opcode as written -> as XLA builds it (async-done)
 
     # --- driving ---------------------------------------------------------------------------
     def feed(self, line: str) -> None:
@@ -150,11 +155,11 @@ class TextParser:
         if self._pending:
             text = "".join(self._pending)
             self._pending = []
-            self._instruction_slow(text, self._pending_line)
+            self._reader.statements(text, self._pending_line)
 
     def _top_level_complete(self) -> bool:
         if self._pending[0].lstrip().startswith("HloModule"):
-            return self._pending_balance <= 0
+            return self._pending_balance <= 0 and not self._pending[-1].rstrip().endswith(",")
         return self._pending_balance <= 1 and self._pending[-1].rstrip().endswith("{")
 
     def _dispatch_top_level(self) -> None:
@@ -167,21 +172,20 @@ class TextParser:
 
     # --- inside a computation --------------------------------------------------------------
     def _inside_computation(self, line: str, stripped: str) -> None:
-        if self._pending and self._pending_balance > 0:
+        if self._pending and (self._pending_balance > 0
+                              or self._pending[-1].rstrip().endswith((",", "="))):
             self._extend(line)
-            return
-        if stripped[0] == "}":
+        elif stripped[0] == "}":
             self._flush()
-            self._close_computation(line)
+            self._close_computation(line, self.line_number)
             return
-        match = _FAST_INSTRUCTION.match(line)
-        if match:
+        elif match := _FAST_INSTRUCTION.match(line):
             self._flush()
             balance = bracket_balance(line)
-            if balance == 0 and not line.rstrip().endswith(","):
+            if balance == 0 and not line.rstrip().endswith((",", "=")):
                 self._add_fast(match, line)
-            else:
-                self._start_statement(line, balance)
+                return
+            self._start_statement(line, balance)
         elif _INSTRUCTION_START.match(line):
             self._flush()
             self._start_statement(line, bracket_balance(line))
@@ -190,6 +194,8 @@ class TextParser:
         else:
             raise self._located(line, self.line_number, _first_nonblank(line),
                                 "expected an instruction 'name = shape opcode(operands)'")
+        if self._pending_balance < 0:  # the statement holds the computation's closing brace
+            self._flush()
 
     def _add_fast(self, match: re.Match[str], line: str) -> None:
         root, name, shape_text, opcode = match.group(1, 2, 3, 4)
@@ -198,7 +204,14 @@ class TextParser:
             self._check_shape(line, match.start(3), shape_text)
             intern[shape_text] = shape_text
         shape_text = intern[shape_text]
-        opcode = intern.setdefault(opcode, opcode)
+        known = self._opcodes.get(opcode)
+        if known is None:
+            shorthand = async_shorthand(opcode)
+            if shorthand is not None and shorthand[1] == "async-start":
+                self._reader.statements(line, self.line_number)  # makes a computation
+                return
+            known = self._opcodes[opcode] = shorthand[1] if shorthand else opcode
+        opcode = known
         start, end = match.span(5)
         instruction = Instruction(name, opcode, shape_text, line, start, end, self.line_number,
                                   root is not None, self.source)
@@ -225,47 +238,17 @@ class TextParser:
             self._root_seen = True
         computation.instructions.append(instruction)
 
-    def _instruction_slow(self, text: str, line_number: int) -> None:
-        head = _HEAD.match(text)
-        if not head:
-            raise self._located(text, line_number, _first_nonblank(text),
-                                "expected an instruction 'name = shape opcode(operands)'")
-        try:
-            shape, shape_end = parse_shape_prefix(text, head.end())
-            del shape
-        except TextSyntaxError as error:
-            raise self._located(text, line_number, error.offset, error.message) from None
-        opcode = _OPCODE.match(text, shape_end)
-        if not opcode:
-            raise self._located(text, line_number, shape_end + _blanks(text, shape_end),
-                                "expected an opcode followed by '('")
-        try:
-            close = find_matching(text, opcode.end() - 1)
-            rest = text[close + 1 :]
-            if rest.strip() and not rest.lstrip().startswith(","):
-                raise TextSyntaxError("expected ',' or the end of the instruction",
-                                      close + 1 + _blanks(text, close + 1))
-            if rest.strip():
-                split_top_level(text, close + 1)
-        except TextSyntaxError as error:
-            raise self._located(text, line_number, error.offset, error.message) from None
-        shape_text = " ".join(text[head.end() : shape_end].split())
-        shape_text = self._intern.setdefault(shape_text, shape_text)
-        name = self._intern.setdefault(opcode.group(1), opcode.group(1))
-        self._append(Instruction(head.group(2), name, shape_text, text, opcode.end(), close,
-                                 line_number, head.group(1) is not None, self.source))
-
-    def _close_computation(self, line: str) -> None:
+    def _close_computation(self, line: str, line_number: int) -> None:
         computation = self.computation
         assert computation is not None
         match = _COMPUTATION_CLOSE.match(line)
         if not match:
-            raise self._located(line, self.line_number, 1, "expected '}'")
+            raise self._located(line, line_number, _first_nonblank(line), "expected '}'")
         if match.group(1):
             thread = _EXECUTION_THREAD.search(match.group(1))
             computation.execution_thread = thread.group(1) if thread else ""
         if not computation.instructions:
-            raise self._located(line, self.line_number, 1,
+            raise self._located(line, line_number, _first_nonblank(line),
                                 f"computation {computation.name} has no instructions")
         self.computation = None
 
@@ -274,7 +257,7 @@ class TextParser:
         if stripped.startswith("HloModule"):
             self.section = ""
             balance = bracket_balance(line)
-            if balance > 0:
+            if balance > 0 or line.rstrip().endswith(","):
                 self._start_statement(line, balance)
             else:
                 self._module_header(line, self.line_number)
@@ -290,11 +273,20 @@ class TextParser:
         balance = bracket_balance(line)
         if balance == 1 and line.rstrip().endswith("{"):
             self._computation_header(line, self.line_number)
+        elif ((brace := body_brace(line)) >= 0 and line[brace + 1 :].strip()
+              and _COMPUTATION_HEADER.match(line[: brace + 1])):
+            self._computation_on_one_line(line, brace)
         elif balance >= 1:
             self._start_statement(line, balance)
         else:
             raise self._located(line, self.line_number, _first_nonblank(line),
                                 "expected 'HloModule' or a computation 'name (params) -> shape {'")
+
+    def _computation_on_one_line(self, line: str, brace: int) -> None:
+        """A header followed on its line by instructions (`ENTRY e { p = ... ROOT ... }`)."""
+        self._computation_header(line[: brace + 1], self.line_number)
+        rest = blank(line[: brace + 1]) + line[brace + 1 :]
+        self._inside_computation(rest, rest.lstrip())
 
     def _module_header(self, text: str, line_number: int) -> None:
         self._close_module()
@@ -302,9 +294,10 @@ class TextParser:
         if not match:
             raise self._located(text, line_number, _first_nonblank(text),
                                 "expected 'HloModule <name>'")
-        rest = text[match.end() :]
+        name_end = match.end() + (text[match.end() : match.end() + 1] == ":")  # `HloModule m:`
+        rest = text[name_end:]
         if rest.strip() and not rest.lstrip().startswith(","):
-            raise self._located(text, line_number, match.end() + _blanks(text, match.end()),
+            raise self._located(text, line_number, name_end + _blanks(text, name_end),
                                 "expected ',' after the module name")
         self.module = HloModule(name=match.group(1), source=self.source, line=line_number,
                                 header_text=text.rstrip("\n"))

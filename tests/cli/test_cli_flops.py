@@ -108,6 +108,9 @@ def test_errors_map_to_exit_codes(tmp_path: Path, command: str) -> None:
     misfit = tmp_path / "misfit.hlo"
     misfit.write_text("HloModule m\nENTRY e {\n  p = f32[4,4] parameter(0)\n"
                       "  ROOT c = f32[4,4] convolution(p), dim_labels=bf_io->bf\n}\n")
-    uncostable = run(command, str(misfit))
+    refused = run(command, str(misfit))  # XLA's parser refuses it too
+    assert refused.exit_code == 4 and "misfit.hlo:4:" in refused.output
+    assert "convolution expects 2 operands" in refused.output
+    uncostable = run(command, str(misfit), "--lenient")
     assert uncostable.exit_code == 4 and "misfit.hlo:4:" in uncostable.output
     assert "cannot cost this convolution" in uncostable.output

@@ -376,3 +376,55 @@ ENTRY e {
 }
 """,
 }
+
+# The grammar forms XLA's parser rewrites (tests/parsers/test_xla_grammar.py): the async shorthand
+# becomes async-start calling a wrapped computation, nested operands and shape-less instructions
+# become ordinary ones; a scan is charged its to_apply once and its own operand and result bytes.
+CASES["async_shorthand"] = """
+HloModule m
+""" + ADD + """
+fused {
+  fp = f32[4,8] parameter(0)
+  ROOT fe = f32[4,8] exponential(fp)
+}
+ENTRY e {
+  p = f32[4,8] parameter(0)
+  w = f32[8,16] parameter(1)
+  st1 = ((f32[4,8], f32[8,16]), f32[4,16], s32[]) dot-start(p, w), lhs_contracting_dims={1},
+      rhs_contracting_dims={0}
+  dn1 = f32[4,16] dot-done(st1)
+  st2 = ((f32[4,8], f32[4,8]), f32[4,8], s32[]) multiply-start(p, p)
+  up2 = ((f32[4,8], f32[4,8]), f32[4,8], s32[]) multiply-update(st2)
+  dn2 = f32[4,8] multiply-done(up2)
+  st3 = ((f32[4,8]), f32[4,8], s32[]) fusion-start(dn2), kind=kLoop, calls=fused
+  dn3 = f32[4,8] fusion-done(st3)
+  st4 = ((f32[4,8]), f32[1,8], s32[]) reduce-scatter-start(dn3), replica_groups={},
+      dimensions={0}, to_apply=add
+  dn4 = f32[1,8] reduce-scatter-done(st4)
+  ROOT t = (f32[4,16], f32[1,8]) tuple(dn1, dn4)
+}
+"""
+
+CASES["nested_and_shapeless"] = """
+HloModule m
+ENTRY e { x = f32[16,32] parameter(0) y = f32[32,8] parameter(1)
+  d = dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT r = f32[16,8] add(tanh(d), multiply(d, exponential(d)))
+}
+"""
+
+CASES["scan"] = """
+HloModule m
+combine {
+  a = f32[3] parameter(0)
+  c = f32[] parameter(1)
+  s = f32[] exponential(c)
+  m = f32[3] multiply(a, a)
+  ROOT t = (f32[3], f32[]) tuple(m, s)
+}
+ENTRY e {
+  x = f32[10,3] parameter(0)
+  i = f32[] constant(0)
+  ROOT sc = (f32[10,3], f32[]) scan(x, i), dimensions={0}, num_carries=1, to_apply=combine
+}
+"""

@@ -139,6 +139,9 @@ class CostAnalysis:
     def branch_choice(self, conditional: Instruction) -> tuple[list[str], list[int]]:
         """(branch computations, index of the branch supplying each cost property)."""
         branches = branch_computations(conditional)
+        if not branches:
+            raise conditional.error("conditional without branch computations",
+                                    conditional.operands_end)
         costs = [self.computation_total(b).as_tuple() for b in branches]
         chosen = []
         for prop in range(4):
@@ -208,6 +211,15 @@ class CostAnalysis:
     def _async_start(self, graph: ComputationGraph, start: Instruction) -> Cost:
         return self.computation_total(start.required_called_computation("calls"))
 
+    def _scan(self, graph: ComputationGraph, scan: Instruction) -> Cost:
+        """XLA's HloCostAnalysis (jaxlib 0.10.2) charges a scan the FLOPs and transcendentals of
+        its to_apply counted once, whatever the scanned length, and the bytes of its operands
+        and result (measured with its cost analysis: tests/analyses/cost, cost_cases.py)."""
+        combiner = self.computation_total(scan.required_called_computation("to_apply"))
+        own = rule_for("scan")(self._site(graph, scan))
+        return Cost(combiner.flops, combiner.transcendentals, own.bytes_accessed,
+                    own.collective_bytes)
+
     def _conditional(self, graph: ComputationGraph, conditional: Instruction) -> Cost:
         branches = branch_computations(conditional)
         return elementwise_max([self.computation_total(b) for b in branches]) if branches \
@@ -244,5 +256,6 @@ _SPECIAL = {
     "call": CostAnalysis._call,
     "async-start": CostAnalysis._async_start,
     "conditional": CostAnalysis._conditional,
+    "scan": CostAnalysis._scan,
     "custom-call": CostAnalysis._custom_call,
 }

@@ -152,6 +152,10 @@ class Dataflow:
             if key == "body":
                 body_root = self.trees[computation.root]
                 passes_through = computation.root is parameter
+        if not _same_leaf_count(merged + [init, body_root]):
+            raise instruction.error("while: its operand, its shape and its body's parameter and "
+                                    "result are tuples of different sizes",
+                                    instruction.operands_start)
         _set_loop_inputs(merged, init, body_root, passes_through)
         return loop
 
@@ -244,6 +248,10 @@ class Dataflow:
         return self.build(instruction, instruction.shape,
                           lambda index, shape: subtree(operand, index)
                           if index and index[0] == 0 else None)
+
+
+def _same_leaf_count(trees: list[ValueTree]) -> bool:
+    return len({sum(1 for _ in walk(tree)) for tree in trees}) == 1
 
 
 def _set_loop_inputs(merged: list[ValueTree], init: ValueTree, root: ValueTree,

@@ -1,0 +1,53 @@
+"""The semantic checks XLA's parser makes, run on a parsed module before any analysis sees it.
+
+The text parser (`hloscope.parsers.text`) checks syntax and truncation; these check meaning, as
+XLA's `ParseAndReturnUnverifiedModule` does: names and parameter numbers unique, operands and
+control predecessors defined above their use, declared operand shapes, operand counts, the
+attributes each opcode allows and their enum values, constant literals, `padding=`,
+`use_global_device_ids`, called computations (defined above their caller, so calls never
+form a cycle), async chains, `input_output_alias` and
+`buffer_donor` (`xla_facts.py` holds what was probed from XLA). Each failure is a ParseError (exit
+4) at file:line:col. A lenient load (`--lenient`, `lenient=True`) skips them, for hand-edited
+modules; it never skips syntax or truncation errors.
+
+One pass over the instructions: attributes are looked at only where a regex over the text after the
+operands finds a key that needs it, so a load stays fast.
+"""
+from __future__ import annotations
+
+import gc
+
+from hloscope.model.module import HloModule
+from hloscope.parsers.checks.aliasing import check_aliasing
+from hloscope.parsers.checks.async_chains import check_async_chains
+from hloscope.parsers.checks.instructions import check_computation
+
+_ASYNC_OPCODES = frozenset({"async-start", "async-update", "async-done"})
+
+
+def check_module(module: HloModule) -> None:
+    """Raises a ParseError (exit 4, file:line:col) at the first thing XLA's parser refuses.
+
+    Python's cyclic collector is paused meanwhile: the pass allocates small temporaries while the
+    module holds hundreds of thousands of objects, and each automatic collection would traverse
+    them all (the pass makes no reference cycles)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _check(module)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _check(module: HloModule) -> None:
+    above: dict[str, object] = {}  # computations defined above the one checked (XLA: callees first)
+    for computation in module.computations.values():
+        check_computation(computation, above)
+        above[computation.name] = computation
+        if any(i.opcode in _ASYNC_OPCODES for i in computation.instructions):
+            check_async_chains(computation)
+    check_aliasing(module)
+
+
+__all__ = ["check_module"]

@@ -1,0 +1,235 @@
+"""One pass over a computation's instructions: the checks XLA's parser makes on each.
+
+Names are unique in a computation, parameter numbers too; an operand or control predecessor names
+an instruction defined above it (XLA's parser resolves names as it reads, so a later one is "not
+defined"); an operand written with its shape (`add(f32[4] %a, ...)`) has that shape; an opcode
+gets the number of operands and only the attributes XLA allows it; enum-valued attributes
+(`api_version`, `result_accuracy`), `padding=` and `use_global_device_ids` are well-formed; a called
+computation exists; a constant's literal fits its shape.
+
+Cheap by construction: attribute keys are found by one regex over the text after the operands, and
+only an instruction whose keys need a closer look has its attributes split properly.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from hloscope.model.instruction import CALLED_COMPUTATION_KEYS, Instruction
+from hloscope.model.module import Computation
+from hloscope.model.scan import split_top_level
+from hloscope.model.shape_text import TextSyntaxError, parse_shape_prefix
+from hloscope.parsers.checks.literals import check_literal
+from hloscope.parsers.checks.xla_facts import (
+    ACCURACY_MODES,
+    API_VERSIONS,
+    FIXED_ARITY,
+    GENERIC_ATTRIBUTES,
+    MIN_ARITY,
+    NEEDS_CHANNEL_FOR_GLOBAL_IDS,
+    NEWER_ATTRIBUTES,
+    OPCODE_ATTRIBUTES,
+    TOLERANCE_KEYS,
+)
+
+_KEY_CANDIDATE = re.compile(r",\s*([A-Za-z_][\w.\-]*)\s*=")
+_PADDING = re.compile(r"-?\d+_-?\d+(?:_\d+)?(?:x-?\d+_-?\d+(?:_\d+)?)*")
+_ACCURACY_MODE = re.compile(r"\{\s*mode\s*=\s*([\w-]+)\s*\}")
+_ACCURACY_TOLERANCE = re.compile(r"\{\s*tolerance\s*=\s*\{([^{}]*)\}\s*\}")
+_CALLED_KEYS = frozenset(CALLED_COMPUTATION_KEYS)
+_ARITY_CHECKED = frozenset(FIXED_ARITY) | frozenset(MIN_ARITY)
+_CALLED_VALUES = re.compile(r"[,\s](?:" + "|".join(CALLED_COMPUTATION_KEYS) +
+                            r")\s*=\s*(\{[^{}]*\}|%?[\w.\-]+)")
+_NAME_IN_LIST = re.compile(r"%?([\w.\-]+)")
+# Keys whose value is checked beyond being allowed.
+_SPECIAL = frozenset({"control-predecessors", "use_global_device_ids", "api_version",
+                      "result_accuracy", "padding", *CALLED_COMPUTATION_KEYS})
+_ALLOWED = {op: GENERIC_ATTRIBUTES | NEWER_ATTRIBUTES | set(extra)
+            for op, extra in OPCODE_ATTRIBUTES.items()}
+
+
+def check_computation(computation: Computation,
+                      above: Mapping[str, object]) -> None:
+    """Raises a located ParseError at the first instruction XLA's parser would refuse; `above`
+    names the computations defined before this one, the only ones it may call."""
+    defined: dict[str, Instruction] = {}
+    parameters: dict[int, Instruction] = {}
+    contains = defined.__contains__
+    find_keys = _KEY_CANDIDATE.findall
+    for instruction in computation.instructions:
+        if contains(instruction.name):
+            raise instruction.error(f"instruction {instruction.name} is defined twice (first at "
+                                    f"line {defined[instruction.name].line})",
+                                    _name_offset(instruction))
+        opcode, text, end = instruction.opcode, instruction.text, instruction.operands_end
+        if opcode == "parameter":
+            _check_parameter(instruction, parameters)
+        elif opcode == "constant":
+            check_literal(instruction, instruction.shape)
+        else:
+            operands = instruction.operands
+            if not all(map(contains, operands)):
+                _undefined_operand(instruction, operands, defined)
+            if opcode in _ARITY_CHECKED:
+                _check_arity(instruction, len(operands))
+            if text.find("[", instruction.operands_start, end) >= 0:
+                _check_operand_shapes(instruction, defined)
+        if end + 1 < len(text):
+            keys = set(find_keys(text, end))
+            if keys and not (keys <= _ALLOWED.get(opcode, keys) and keys.isdisjoint(_SPECIAL)):
+                _check_attributes(above, instruction, keys, defined)
+        defined[instruction.name] = instruction
+
+
+def _name_offset(instruction: Instruction) -> int:
+    return max(instruction.text.find(instruction.name), 0)
+
+
+def _check_parameter(instruction: Instruction, parameters: dict[int, Instruction]) -> None:
+    number = instruction.parameter_number
+    if number in parameters:
+        first = parameters[number]
+        raise instruction.error(f"duplicate parameter number {number} (also {first.name} at line "
+                                f"{first.line})", instruction.operands_start)
+    parameters[number] = instruction
+
+
+def _undefined_operand(instruction: Instruction, operands: tuple[str, ...],
+                       defined: dict[str, Instruction]) -> None:
+    name = next(operand for operand in operands if operand not in defined)
+    raise instruction.error(_undefined(name), instruction.text.find(name,
+                                                                    instruction.operands_start))
+
+
+def _undefined(name: str) -> str:
+    return f"instruction '{name}' is not defined above its use"
+
+
+def _check_arity(instruction: Instruction, count: int) -> None:
+    opcode = instruction.opcode
+    expected = FIXED_ARITY.get(opcode)
+    if expected is not None and count != expected:
+        raise instruction.error(f"{opcode} expects {expected} operands, but has {count} operands",
+                                instruction.operands_start - 1)
+    minimum = MIN_ARITY.get(opcode)
+    if minimum is not None and count < minimum:
+        raise instruction.error(f"{opcode} expects at least {minimum} operands, but has {count} "
+                                "operands", instruction.operands_start - 1)
+
+
+def _check_operand_shapes(instruction: Instruction, defined: dict[str, Instruction]) -> None:
+    """`op(f32[4] %a)`: the declared shape must be the operand's (layouts aside, as in XLA's
+    ShapeUtil::Compatible)."""
+    text = instruction.text
+    try:
+        spans = split_top_level(text, instruction.operands_start, instruction.operands_end)
+    except TextSyntaxError as error:
+        raise instruction.error(error.message, error.offset) from None
+    for start, end in spans:
+        item = text[start:end].split()
+        if len(item) < 2:
+            continue
+        try:
+            declared, _ = parse_shape_prefix(text[:end], start)
+        except TextSyntaxError as error:
+            raise instruction.error(error.message, error.offset) from None
+        operand = defined[item[-1].lstrip("%")]
+        if declared.without_layout() != operand.shape.without_layout():
+            raise instruction.error(f"the declared operand shape {declared} is not compatible "
+                                    f"with the shape of the operand instruction {operand.name}, "
+                                    f"{operand.shape}", start + len(text[start:end]) -
+                                    len(text[start:end].lstrip()))
+
+
+def _check_attributes(above: Mapping[str, object], instruction: Instruction, keys: set[str],
+                      defined: dict[str, Instruction]) -> None:
+    allowed = _ALLOWED.get(instruction.opcode)
+    if allowed is not None and not keys <= allowed:
+        _check_allowed(instruction, allowed)
+    if "control-predecessors" in keys:
+        for name in instruction.control_predecessors:
+            if name not in defined:
+                raise instruction.error(_undefined(name),
+                                        _value_offset(instruction, "control-predecessors", name))
+    if keys & _CALLED_KEYS:
+        _check_called(above, instruction)
+    if "use_global_device_ids" in keys:
+        _check_global_ids(instruction)
+    if "api_version" in keys:
+        _check_enum(instruction, "api_version", API_VERSIONS)
+    if "result_accuracy" in keys:
+        _check_accuracy(instruction)
+    if "padding" in keys and instruction.opcode == "pad":
+        _check_padding(instruction)
+
+
+def _check_allowed(instruction: Instruction, allowed: set[str]) -> None:
+    for key in instruction.attribute_names:
+        if key not in allowed:
+            raise instruction.error(
+                f"unexpected attribute '{key}' on {instruction.opcode}; allowed: "
+                f"{', '.join(sorted(allowed - NEWER_ATTRIBUTES))}",
+                _value_offset(instruction, key) - len(key) - 1)
+
+
+def _value_offset(instruction: Instruction, key: str, within: str = "") -> int:
+    """Where `key`'s value (or `within`, inside it) starts in the instruction's text."""
+    span = instruction._attribute_spans().get(key)  # noqa: SLF001  (same model, its locations)
+    if span is None:
+        return instruction.operands_end
+    found = instruction.text.find(within, span[0], span[1]) if within else -1
+    return found if found >= 0 else span[0]
+
+
+def _check_called(computations: Mapping[str, object], instruction: Instruction) -> None:
+    """Called computations are defined above: found by a regex first, the attributes split only
+    to confirm a name the regex found that is not (it may sit inside a string)."""
+    for value in _CALLED_VALUES.findall(instruction.text, instruction.operands_end):
+        if not all(map(computations.__contains__, _NAME_IN_LIST.findall(value))):
+            break
+    else:
+        return
+    for name in instruction.called_computations:
+        if name not in computations:
+            offset = instruction.text.find(name, instruction.operands_end)
+            raise instruction.error(f"computation {name} is not defined above its use (XLA "
+                                    "reads a callee before its callers)", max(offset, 0))
+
+
+def _check_global_ids(instruction: Instruction) -> None:
+    value = instruction.raw_attribute("use_global_device_ids")
+    if (instruction.opcode in NEEDS_CHANNEL_FOR_GLOBAL_IDS and value == "true"
+            and instruction.raw_attribute("channel_id") is None):
+        raise instruction.error("cannot have use_global_device_ids=true without channel_id",
+                                _value_offset(instruction, "use_global_device_ids"))
+
+
+def _check_enum(instruction: Instruction, key: str, values: frozenset[str]) -> None:
+    value = instruction.raw_attribute(key)
+    if value is not None and value.strip() not in values:
+        raise instruction.error(f"invalid {key} '{value.strip()}'; expected one of "
+                                f"{', '.join(sorted(values))}", _value_offset(instruction, key))
+
+
+def _check_accuracy(instruction: Instruction) -> None:
+    value = instruction.raw_attribute("result_accuracy")
+    if value is None:
+        return
+    mode = _ACCURACY_MODE.fullmatch(value.strip())
+    if mode is not None and mode.group(1) in ACCURACY_MODES:
+        return
+    tolerance = _ACCURACY_TOLERANCE.fullmatch(value.strip())
+    if tolerance is not None and all(
+            key.strip() in TOLERANCE_KEYS and number.strip()
+            for key, _, number in (item.partition("=") for item in tolerance.group(1).split(","))):
+        return
+    raise instruction.error("invalid result_accuracy: expected {mode=default|highest} or "
+                            "{tolerance={atol=..,rtol=..,ulps=..}}",
+                            _value_offset(instruction, "result_accuracy"))
+
+
+def _check_padding(instruction: Instruction) -> None:
+    value = (instruction.raw_attribute("padding") or "").strip()
+    if not _PADDING.fullmatch(value):
+        raise instruction.error("expects padding config, e.g. '0_0_0x3_3_1' (low_high[_interior] "
+                                "per dimension)", _value_offset(instruction, "padding"))
