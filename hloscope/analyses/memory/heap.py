@@ -60,8 +60,23 @@ SizeOf = Callable[[Value], int]
 TPU_GRANULARITY = 512
 
 
+# libtpu's tuple index tables hold 4 bytes per element: memory_analysis()'s output bytes count
+# the entry's 113-element result tuple as 512 bytes (the TPU fixtures) and a 200-element one as
+# 1024 (tests/oracles/tpu_memory_programs.py, many_outputs).
+TPU_TUPLE_ELEMENT_BYTES = 4
+# libtpu's HBM heap (color 0) as memory_analysis() counts it, measured on the TPU fixtures and
+# the generated TPU programs: every offset in its buffer assignment is a multiple of 16 KiB;
+# each tuple-shaped value holds a 16 KiB slot of its own for the whole program (no two share an
+# offset) and memory_analysis()'s temporaries count 32,256 bytes (2 x 16 KiB - 512) per such
+# value on top of the packed arrays; with no array in the HBM heap they are 0.
+TPU_HBM_ALIGNMENT = 16384
+TPU_HBM_BYTES_PER_TUPLE = 32256
+
+
 def _tpu_size(value: Value) -> int:
-    return -(-value.padded_bytes // TPU_GRANULARITY) * TPU_GRANULARITY
+    size = (TPU_TUPLE_ELEMENT_BYTES * len(value.shape.tuple_shapes) if value.shape.is_tuple
+            else value.padded_bytes)
+    return -(-size // TPU_GRANULARITY) * TPU_GRANULARITY
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +135,10 @@ def estimate_allocation(liveness: Liveness, backend: str) -> AllocationEstimate:
     for space in sorted({b.space for b in assigner.buffers}):
         heap_values = [v for b in assigner.buffers if b.space == space and b.kind == _HEAP
                        for v in b.values]
-        temp = heap_size(liveness, heap_values, assigner.buffer_of, alignment, size_of)
+        if backend == "tpu" and space == 0:
+            temp = tpu_hbm_temp_size(liveness, heap_values, assigner.buffer_of)
+        else:
+            temp = heap_size(liveness, heap_values, assigner.buffer_of, alignment, size_of)
         spaces.append(assigner.space_figures(space, temp))
     return AllocationEstimate(backend, alignment, tuple(spaces))
 
@@ -345,6 +363,19 @@ def heap_size(liveness: Liveness, values: list[Value], buffer_of: dict, alignmen
     spatial = sorted(placed, key=lambda i: (-i.size, i.start - i.end, i.value.id))
     temporal = sorted(placed, key=lambda i: (_span(i)[0] - _span(i)[1], -i.size, i.value.id))
     return min(_pack(spatial, alignment), _pack(temporal, alignment))
+
+
+def tpu_hbm_temp_size(liveness: Liveness, values: list[Value], buffer_of: dict) -> int:
+    """memory_analysis()'s HBM temporaries on TPU: the arrays packed as XLA's heap simulator
+    does at 16 KiB alignment, plus a fixed cost per tuple-shaped buffer (see the constants)."""
+    def is_table(value: Value) -> bool:
+        return any(v.shape.is_tuple for v in buffer_of[value.id].values)
+    arrays = [v for v in values if not is_table(v)]
+    if not arrays:
+        return 0
+    tuples = {id(buffer_of[v.id]) for v in values if is_table(v)}
+    packed = heap_size(liveness, arrays, buffer_of, TPU_HBM_ALIGNMENT, _tpu_size)
+    return packed + TPU_HBM_BYTES_PER_TUPLE * len(tuples)
 
 
 def _replay(liveness: Liveness, values: list[Value], buffer_of: dict) -> list[_Interval]:
