@@ -27,10 +27,10 @@ buffer color is the layout's `S(n)`):
 
 Per backend: sizes are unpadded (ShapeUtil::ByteSizeOf, a tuple its pointer table) on CPU and
 GPU, tiled (`padded_bytes`) and rounded up to 512 bytes on TPU; the heap's alignment is the one
-the dumps' offsets show (`ALIGNMENT`). The estimate ignores what XLA does only in its backends:
-XLA:GPU's may-alias fusion hints, and libtpu's own HBM heap placement (given exactly its heap
-values and sizes, this packing comes out 3.7% smaller on the committed TPU fixture) and the
-scratch its code generation adds to memory_analysis().
+the dumps' offsets show (`ALIGNMENT`). On TPU the HBM heap is counted as libtpu's
+memory_analysis() counts it (`tpu_hbm_temp_size`: arrays packed at 16 KiB, a fixed cost per tuple
+table; measured, docs/memory.md). The estimate ignores XLA:GPU's may-alias fusion hints and the
+HBM libtpu's memory_analysis() adds on scans over stacked layers (no rule found).
 """
 from __future__ import annotations
 
