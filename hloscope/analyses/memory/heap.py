@@ -27,10 +27,10 @@ buffer color is the layout's `S(n)`):
 
 Per backend: sizes are unpadded (ShapeUtil::ByteSizeOf, a tuple its pointer table) on CPU and
 GPU, tiled (`padded_bytes`) and rounded up to 512 bytes on TPU; the heap's alignment is the one
-the dumps' offsets show (`ALIGNMENT`). The estimate ignores what XLA does only in its backends:
-XLA:GPU's may-alias fusion hints, and libtpu's own HBM heap placement (given exactly its heap
-values and sizes, this packing comes out 3.7% smaller on the committed TPU fixture) and the
-scratch its code generation adds to memory_analysis().
+the dumps' offsets show (`ALIGNMENT`). On TPU the HBM heap is counted as libtpu's
+memory_analysis() counts it (`tpu_hbm_temp_size`: arrays packed at 16 KiB, a fixed cost per tuple
+table, and the HBM buffers it counts twice on scans; measured, docs/memory.md). The estimate
+ignores XLA:GPU's may-alias fusion hints.
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from hloscope.analyses.memory.liveness import Liveness
+from hloscope.analyses.memory.liveness.program import fused_computation
 from hloscope.analyses.memory.liveness.sharing import ShareRules, can_take_operand
 from hloscope.analyses.memory.liveness.values import Value
 from hloscope.model.instruction import Instruction
@@ -60,8 +61,31 @@ SizeOf = Callable[[Value], int]
 TPU_GRANULARITY = 512
 
 
+# libtpu's tuple index tables hold 4 bytes per element: memory_analysis()'s output bytes count
+# the entry's 113-element result tuple as 512 bytes (the TPU fixtures) and a 200-element one as
+# 1024 (tests/oracles/tpu_memory_programs.py, many_outputs).
+TPU_TUPLE_ELEMENT_BYTES = 4
+# libtpu's HBM heap (color 0) as memory_analysis() counts it, measured on the TPU fixtures and
+# the generated TPU programs: every offset in its buffer assignment is a multiple of 16 KiB;
+# each tuple-shaped value holds a 16 KiB slot of its own for the whole program (no two share an
+# offset) and memory_analysis()'s temporaries count 32,256 bytes (2 x 16 KiB - 512) per such
+# value on top of the packed arrays; with no array in the HBM heap they are 0.
+TPU_HBM_ALIGNMENT = 16384
+TPU_HBM_BYTES_PER_TUPLE = 32256
+# memory_analysis()'s HBM temporaries also count twice an HBM heap buffer that is (a) a while
+# loop's carry rewritten in the body by a fusion holding a convolution (a scan's gradient
+# accumulator: a matmul fused with its dynamic-update-slice, or the input gradient), or (b) the
+# HBM end of an asynchronous copy of a while loop's result out of VMEM (an eviction: `copy-start`
+# of an S(1) get-tuple-element of a while; evictions of other values, as in the attention
+# program, are counted once). Measured on deviceless v5e scans (docs/memory.md, "The estimated
+# allocation"): the extra above the rule is the sum of these buffers' sizes, to 64 KiB, on all
+# but two (see there).
+
+
 def _tpu_size(value: Value) -> int:
-    return -(-value.padded_bytes // TPU_GRANULARITY) * TPU_GRANULARITY
+    size = (TPU_TUPLE_ELEMENT_BYTES * len(value.shape.tuple_shapes) if value.shape.is_tuple
+            else value.padded_bytes)
+    return -(-size // TPU_GRANULARITY) * TPU_GRANULARITY
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +144,10 @@ def estimate_allocation(liveness: Liveness, backend: str) -> AllocationEstimate:
     for space in sorted({b.space for b in assigner.buffers}):
         heap_values = [v for b in assigner.buffers if b.space == space and b.kind == _HEAP
                        for v in b.values]
-        temp = heap_size(liveness, heap_values, assigner.buffer_of, alignment, size_of)
+        if backend == "tpu" and space == 0:
+            temp = tpu_hbm_temp_size(liveness, heap_values, assigner.buffer_of)
+        else:
+            temp = heap_size(liveness, heap_values, assigner.buffer_of, alignment, size_of)
         spaces.append(assigner.space_figures(space, temp))
     return AllocationEstimate(backend, alignment, tuple(spaces))
 
@@ -345,6 +372,53 @@ def heap_size(liveness: Liveness, values: list[Value], buffer_of: dict, alignmen
     spatial = sorted(placed, key=lambda i: (-i.size, i.start - i.end, i.value.id))
     temporal = sorted(placed, key=lambda i: (_span(i)[0] - _span(i)[1], -i.size, i.value.id))
     return min(_pack(spatial, alignment), _pack(temporal, alignment))
+
+
+def tpu_hbm_temp_size(liveness: Liveness, values: list[Value], buffer_of: dict) -> int:
+    """memory_analysis()'s HBM temporaries on TPU: the arrays packed as XLA's heap simulator
+    does at 16 KiB alignment, plus a fixed cost per tuple-shaped buffer (see the constants)."""
+    def is_table(value: Value) -> bool:
+        return any(v.shape.is_tuple for v in buffer_of[value.id].values)
+    arrays = [v for v in values if not is_table(v)]
+    if not arrays:
+        return 0
+    tuples = {id(buffer_of[v.id]) for v in values if is_table(v)}
+    packed = heap_size(liveness, arrays, buffer_of, TPU_HBM_ALIGNMENT, _tpu_size)
+    bodies = {(i.called_computation("body") or "").lstrip("%")
+              for i in liveness.program.sequence if i.opcode == "while"}
+    doubled = {id(buffer_of[v.id]): buffer_of[v.id].size
+               for v in arrays if _tpu_counted_twice(liveness, v, bodies)}
+    return packed + TPU_HBM_BYTES_PER_TUPLE * len(tuples) + sum(doubled.values())
+
+
+def _tpu_counted_twice(liveness: Liveness, value: Value, bodies: set[str]) -> bool:
+    """An HBM heap value memory_analysis() counts twice (see the note at TPU_HBM_ALIGNMENT)."""
+    program = liveness.program
+    instruction = value.instruction
+    if instruction.opcode == "copy-start":
+        source = program.operands.get(instruction, ())
+        return (value.index == (0,) and bool(source) and source[0].shape.memory_space == 1
+                and source[0].opcode == "get-tuple-element"
+                and any(o.opcode == "while" for o in program.operands.get(source[0], ())))
+    if instruction.opcode != "fusion" or value.index:
+        return False
+    if not any(user.opcode == "tuple" and user.is_root
+               and program.computation_of[user].name.lstrip("%") in bodies
+               for user, _ in program.users.get(instruction, ())):
+        return False
+    called = fused_computation(instruction)
+    return called is not None and _has_convolution(program.module, called)
+
+
+def _has_convolution(module, name: str, seen: frozenset[str] = frozenset()) -> bool:
+    """A convolution (XLA:TPU's form of a dot) in computation `name` or a fusion it calls."""
+    for instruction in module.computation(name).instructions:
+        if instruction.opcode == "convolution":
+            return True
+        nested = fused_computation(instruction) if instruction.opcode == "fusion" else None
+        if nested and nested not in seen and _has_convolution(module, nested, seen | {name}):
+            return True
+    return False
 
 
 def _replay(liveness: Liveness, values: list[Value], buffer_of: dict) -> list[_Interval]:
