@@ -14,8 +14,10 @@ buffer color is the layout's `S(n)`):
    temporary, or a live-out buffer of exactly the allocation's size, may move into the
    allocation of an operand or of a donated argument / output whose values are never live at
    the same time (ranges meeting at one time only where the later value may take the earlier
-   one's buffer, `sharing.py`'s rules; a `copy` never joins its operand). Tuple-shaped buffers
-   stay for the heap (the fixtures' while-loop tuples are all in XLA's temporary allocation).
+   one's buffer, `sharing.py`'s rules judged at the earlier value's last position; a `copy`
+   never joins its operand). Tuple-shaped buffers stay for the heap (the fixtures' while-loop
+   tuples are all in XLA's temporary allocation); an output tuple's allocation takes no other
+   buffer.
 3. **The heap** (HeapSimulator::RunComputation, GlobalDecreasingSizeBestFitHeap). The rest are
    temporaries, packed into one allocation per memory space. The values are replayed in
    time order as allocation events (a value that takes a dying operand's buffer, or joins a
@@ -69,7 +71,8 @@ TPU_TUPLE_ELEMENT_BYTES = 4
 # the generated TPU programs: every offset in its buffer assignment is a multiple of 16 KiB;
 # each tuple-shaped value holds a 16 KiB slot of its own for the whole program (no two share an
 # offset) and memory_analysis()'s temporaries count 32,256 bytes (2 x 16 KiB - 512) per such
-# value on top of the packed arrays; with no array in the HBM heap they are 0.
+# value on top of the packed arrays; with no array in the HBM heap but predicates (a forward-only
+# while loop's condition, two programs measured) they are 0.
 TPU_HBM_ALIGNMENT = 16384
 TPU_HBM_BYTES_PER_TUPLE = 32256
 # memory_analysis()'s HBM temporaries also count twice an HBM heap buffer that is (a) a while
@@ -231,7 +234,9 @@ class _Assigner:
             return
         if buffer.live_out:
             buffer.kind = _OUTPUT
-            self.reusable.append(self._new(buffer, readonly=False))
+            allocation = self._new(buffer, readonly=False)
+            if not tuple_shaped:  # a tuple's allocation takes no other buffer (is_tuple)
+                self.reusable.append(allocation)
 
     def _entry_parameter(self, buffer: _Buffer) -> Value | None:
         computation_of = self.liveness.program.computation_of
@@ -309,7 +314,7 @@ class _Assigner:
     def _touch_and_share(self, value: Value, span: tuple[int, int], other: Value,
                          other_span: tuple[int, int]) -> bool:
         """LiveRangeInterferes is false: the ranges meet at one time, where the later value may
-        take the earlier one's buffer."""
+        take the earlier one's buffer (judged at the earlier one's end position)."""
         if other_span[1] == span[0]:
             return can_take_operand(self.liveness.program, self.rules, other, value)
         if span[1] == other_span[0]:
@@ -380,7 +385,7 @@ def tpu_hbm_temp_size(liveness: Liveness, values: list[Value], buffer_of: dict) 
     def is_table(value: Value) -> bool:
         return any(v.shape.is_tuple for v in buffer_of[value.id].values)
     arrays = [v for v in values if not is_table(v)]
-    if not arrays:
+    if all(v.shape.element_type == "pred" for v in arrays):
         return 0
     tuples = {id(buffer_of[v.id]) for v in values if is_table(v)}
     packed = heap_size(liveness, arrays, buffer_of, TPU_HBM_ALIGNMENT, _tpu_size)

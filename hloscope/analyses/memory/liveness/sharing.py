@@ -105,13 +105,33 @@ def _operand_to_take(program: FlatProgram, value: Value, time: int,
 def can_take_operand(program: FlatProgram, rules: ShareRules, operand: Value,
                      user: Value) -> bool:
     """Whether `user` may be made in the buffer of `operand` where the operand's range ends and
-    the user's begins (BufferAssigner::LiveRangeInterferes' exception): the user is not a copy,
-    its instruction reads the operand's defining instruction, and
-    CanShareOperandBufferWithUser allows it."""
+    the user's begins (BufferAssigner::LiveRangeInterferes' exception, xla/service/
+    buffer_assignment.cc): the user is not a copy, its instruction reads the instruction at the
+    operand value's end position, and CanShareOperandBufferWithUser allows it for that position
+    (a loop result read through its get-tuple-element is judged at the get-tuple-element)."""
     instruction = user.instruction
     operands = program.operands.get(instruction, [])
-    return (instruction.opcode != "copy" and operand.instruction in operands
-            and rules.can_share(operand, instruction, user.index, operands))
+    position = end_position(program, operand)[0]
+    return (instruction.opcode != "copy" and position in operands
+            and rules.can_share(operand, instruction, user.index, operands, position))
+
+
+def end_position(program: FlatProgram, value: Value) -> tuple[Instruction, Index]:
+    """HloLiveRange::ComputeValueLiveRangeEnd's position (xla/hlo/utils/hlo_live_range.cc): the
+    defining position, replaced by each later position whose time is strictly later (a root
+    position counts at its computation's end); uses do not move it."""
+    def time(instruction: Instruction) -> int:
+        if program.is_root(instruction):
+            span = program.spans.get(program.computation_of[instruction].name)
+            return span.end if span else -1
+        return program.time.get(instruction, -1)
+    best = value.positions[0]
+    best_time = time(best[0])
+    for position in value.positions[1:]:
+        position_time = time(position[0])
+        if position_time > best_time:
+            best, best_time = position, position_time
+    return best
 
 
 class ShareRules:
@@ -123,8 +143,9 @@ class ShareRules:
         self._users: dict[str, dict[str, list[Instruction]]] = {}
 
     def can_share(self, operand_value: Value, user: Instruction, user_index: Index,
-                  operands: list[Instruction]) -> bool:
-        operand = operand_value.instruction
+                  operands: list[Instruction], operand: Instruction | None = None) -> bool:
+        """`operand` is the position the user reads the value at (default: its definer)."""
+        operand = operand or operand_value.instruction
         if operand.opcode == "constant":
             return False
         if user.opcode == "custom-call" and user.custom_call_target in _CUBLAS_LT \
