@@ -18,7 +18,10 @@ Every activation of a block that a policy may keep has a `checkpoint_name`
 | `mlp_out` | [b, s, h] | `mlpwo` |
 
 (h = d_model, H / K = query / key-value heads, d = head_dim, f = d_ff; every one in the compute
-dtype.) A per-tensor policy gives each name one of CHOICES: `device` (saved in device memory for
+dtype.) `mlp_out` is named for MaxText's sake but is never a residual here: the block returns
+`mlp_out` plus its input, and the backward pass of that sum needs neither (JAX's
+`saved_residuals` lists every other name under `names:*=device`, not it:
+tests/workloads/test_named_policies.py). A per-tensor policy gives each name one of CHOICES: `device` (saved in device memory for
 the backward pass), `offload` (saved in pinned host memory) or `remat` (recomputed); unnamed
 intermediates are recomputed. Its stored form, the config's `remat` field, is
 `names:NAME=CHOICE,...` listing the names not rematerialised in block order, or `names:*=CHOICE`
