@@ -21,11 +21,12 @@ Every activation of a block that a policy may keep has a `checkpoint_name`
 dtype.) `mlp_out` is named for MaxText's sake but is never a residual here: the block returns
 `mlp_out` plus its input, and the backward pass of that sum needs neither (JAX's
 `saved_residuals` lists every other name under `names:*=device`, not it:
-tests/workloads/test_named_policies.py). A per-tensor policy gives each name one of CHOICES: `device` (saved in device memory for
-the backward pass), `offload` (saved in pinned host memory) or `remat` (recomputed); unnamed
-intermediates are recomputed. Its stored form, the config's `remat` field, is
-`names:NAME=CHOICE,...` listing the names not rematerialised in block order, or `names:*=CHOICE`
-when every name has the same choice; `hloscope.spec.policies` parses what users write into it.
+tests/workloads/test_named_policies.py). A per-tensor policy gives each name one of CHOICES:
+`device` (saved in device memory for the backward pass), `offload` (saved in pinned host
+memory) or `remat` (recomputed); unnamed intermediates are recomputed. Its stored form, the
+config's `remat` field, is `names:NAME=CHOICE,...` listing the names not rematerialised in
+block order, or `names:*=CHOICE` when every name has the same choice;
+`hloscope.spec.policies` parses what users write into it.
 
 Per device, under the mesh (`hloscope.spec.mesh`): the batch is split over the batch ways and
 each micro-batch holds 1/K of it; the column-parallel tensors' widths (Q/K/V projections, the
