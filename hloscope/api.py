@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hloscope.analyses.trace.analysis import TraceResult
     from hloscope.formats.snapshot import Snapshot
     from hloscope.spec.config import TransformerConfig
+    from hloscope.spec.policies import NamedTensors
     from hloscope.sweeps.core import SweepListener, SweepRequest, SweepResult
     from hloscope.sweeps.executors import ExecutorSpec
     from hloscope.sweeps.grid import Grid
@@ -271,7 +272,7 @@ def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps
     return analyse_traced(load_traced(Path(output)), device)
 
 
-def sweep(model: str = "tiny", policies: str = "all", target: str = "cpu",
+def sweep(model: str = "tiny", policies: str | Sequence[str] = "all", target: str = "cpu",
           output: str | Path | None = None, config: TransformerConfig | None = None,
           grid: Grid | None = None, search_batch: bool = False, max_batch: int = 1 << 16,
           executor: ExecutorSpec | None = None, jobs: int | None = None,
@@ -280,7 +281,8 @@ def sweep(model: str = "tiny", policies: str = "all", target: str = "cpu",
           num_slices: int | None = None, allow_any_topology: bool = False,
           xla_flags: Sequence[str] = (), search_window: int | None = None,
           max_probes: int | None = None, **overrides: Any) -> SweepResult:
-    """Compiles the remat variants `policies` ("all" or a comma-separated list) of a built-in
+    """Compiles the remat variants `policies` ("all", a comma-separated list or a list of
+    names, per-tensor `names:...` policies among them: hloscope.spec.policies) of a built-in
     transformer (`model` with config `overrides`, or a whole `config`) for `target` and ranks
     them; the winner (`result.winner`) is the fastest that fits. `output` is a folder for
     sweep.json and every variant's build folder (refused when not empty, unless `force`);
@@ -298,7 +300,7 @@ def sweep(model: str = "tiny", policies: str = "all", target: str = "cpu",
     return run_sweep_folder(request, force, listener)
 
 
-def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu",
+def sweep_request(model: str = "tiny", policies: str | Sequence[str] = "all", target: str = "cpu",
                   output: str | Path | None = None, config: TransformerConfig | None = None,
                   grid: Grid | None = None, search_batch: bool = False,
                   max_batch: int = 1 << 16, executor: ExecutorSpec | None = None,
@@ -327,6 +329,25 @@ def sweep_request(model: str = "tiny", policies: str = "all", target: str = "cpu
         retries=DEFAULT_RETRIES if retries is None else retries,
         search_window=DEFAULT_WINDOW if search_window is None else search_window,
         max_probes=DEFAULT_MAX_PROBES if max_probes is None else max_probes)
+
+
+def policies(model: str = "tiny", target: str | None = None,
+             config: TransformerConfig | None = None, num_slices: int | None = None,
+             allow_any_topology: bool = False, **overrides: Any) -> NamedTensors:
+    """The named tensors of a built-in model's block (what a `names:` policy chooses for),
+    with their shape and bytes per layer on one device at the model's config (closed form;
+    `target` gives the mesh, one device when None), and the remat policy families."""
+    from hloscope.spec.mesh import plan_mesh
+    from hloscope.spec.policies import named_tensors
+    from hloscope.spec.presets import preset_config
+    from hloscope.spec.targets import parse_target
+
+    config = config or preset_config(model, **overrides)
+    if target is None:
+        return named_tensors(model, config, "one device", 1, 1)
+    parsed = parse_target(target, num_slices, allow_any_topology)
+    plan = plan_mesh(config, parsed.num_slices, parsed.devices_per_slice)
+    return named_tensors(model, config, parsed.spec, plan.batch_ways, plan.ici_tensor)
 
 
 def _compile_flags(xla_flags: Sequence[str]) -> Any:

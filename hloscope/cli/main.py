@@ -35,7 +35,7 @@ DEBUG_VARIABLE = "HLOSCOPE_DEBUG"
 
 COMMAND_MODULES: tuple[str, ...] = ("inspect", "flops", "remat", "memory", "build", "sweep",
                                       "profile", "trace", "oom", "report", "compare",
-                                      "snapshot", "check")
+                                      "snapshot", "check", "policies")
 """Modules under hloscope.cli that each define `command`, e.g. ("inspect", "flops")."""
 
 

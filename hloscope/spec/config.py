@@ -59,6 +59,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from hloscope.errors import UsageError
+from hloscope.spec.tensors import NAMED_PREFIX, block_names, decode_named, encode_named
 
 REMAT_POLICIES = ("none", "full", "nothing_saveable", "dots_saveable",
                   "dots_with_no_batch_dims_saveable", "save_named", "offload_named")
@@ -156,7 +157,8 @@ class TransformerConfig:
     optimizer_offload: bool = False  # fp32 master and AdamW moments in pinned host memory
 
     def __post_init__(self) -> None:
-        _check_choice("remat", self.remat, (*REMAT_POLICIES, *BLOCK_REMAT_POLICIES))
+        if not self.remat.startswith(NAMED_PREFIX):
+            _check_choice("remat", self.remat, (*REMAT_POLICIES, *BLOCK_REMAT_POLICIES))
         for dtype in (self.param_dtype, self.compute_dtype):
             _check_choice("dtype", dtype, DTYPES)
         _check_choice("norm", self.norm, NORMS)
@@ -181,6 +183,8 @@ class TransformerConfig:
             raise UsageError(f"rotary positions need an even head dimension, not {self.head_dim}")
 
     def _check_remat_options(self) -> None:
+        if self.remat.startswith(NAMED_PREFIX):
+            self._check_named_policy()
         if self.remat_block:
             if not self.scan_layers:
                 raise UsageError("nested scan remat (remat_block) needs scan_layers")
@@ -195,6 +199,14 @@ class TransformerConfig:
             raise UsageError("nested scan remat and partial remat cannot be combined")
         if self.remat == "offload_scan" and not self.scan_layers:
             raise UsageError("offload_scan offloads the layer scan's inputs: it needs scan_layers")
+
+    def _check_named_policy(self) -> None:
+        """A per-tensor policy (`names:...`) names this block's tensors, in its stored form."""
+        names = block_names(self)
+        stored = encode_named(decode_named(self.remat, names), names)
+        if stored != self.remat:
+            raise UsageError(f"per-tensor policy {self.remat!r} is not in its stored form "
+                             f"{stored!r} (hloscope.spec.policies writes it)")
 
     def _check_mesh_options(self) -> None:
         for name in ("dcn_data_parallel", "ici_fsdp_parallel"):

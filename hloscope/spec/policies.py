@@ -23,6 +23,18 @@ A variant name is `POLICY[:N][+unrolled|+scan]`:
 - `ac:N`, llm.c's `-ac N`: full activations kept for N layers (the last N, which the backward
   pass reaches first) and whole-block recompute on the other L - N: the same program as
   `partial:L-N`;
+- `names:NAME=CHOICE,...`: a per-tensor policy on the block's named tensors
+  (`hloscope.spec.tensors`; `hloscope policies --model M` lists them): each NAME is `device`
+  (saved in device memory), `offload` (saved in pinned host memory) or `remat` (recomputed),
+  compiled as `save_and_offload_only_these_names(names_which_can_be_saved=<device>,
+  names_which_can_be_offloaded=<offload>, offload_src="device", offload_dst="pinned_host")`;
+  names not given, and unnamed intermediates, are recomputed. `*=CHOICE` sets every name (later
+  items override it); `qkv` also stands for the three separate projections of a grouped-query
+  block; MaxText's names (`context`, `query_proj`, `mlpwi_0`, `mlpwo`, ...) are accepted for
+  the same tensors. `save_named` is `names:qkv=device,attn_out=device,mlp_hidden=device` and
+  `offload_named` the same with `offload` (they stay variants of their own, compiled with
+  `save_only_these_names` / `save_and_offload_only_these_names` as before). In a list
+  (`--policies`), the items after `names:` up to the next item without `=` belong to it;
 - `+unrolled` / `+scan`: unroll the layers (each under `named_scope("layer_<i>")`) or scan over
   them; without it the model's default layout is kept.
 
@@ -34,7 +46,9 @@ are the same program; a sweep finds that by fingerprint and reports it once.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +60,17 @@ from hloscope.spec.config import (
     REMAT_POLICIES,
     TransformerConfig,
 )
+from hloscope.spec.tensors import (
+    CHOICES,
+    EVERY,
+    NAMED_PREFIX,
+    block_names,
+    block_tensors,
+    encode_named,
+    qkv_names,
+    sequences_per_device,
+    tensor_bytes,
+)
 
 POLICY_HELP = (
     "none, full, nothing_saveable, dots_saveable, dots_with_no_batch_dims_saveable, save_named, "
@@ -54,11 +79,14 @@ POLICY_HELP = (
     "scan's parameter inputs); recompute:1 / recompute:2 (llm.c -r 1: recompute the MLP "
     "activation; -r 2: it and the norms); nested:B (checkpointing scan, B layers per block); "
     "partial:N (full remat of the first N layers); ac:N (llm.c -ac N: keep N layers' "
-    "activations, recompute the rest = partial:L-N); each optionally +unrolled or +scan.")
+    "activations, recompute the rest = partial:L-N); names:NAME=device|offload|remat,... (per "
+    "tensor: `hloscope policies --model M` lists the names); each optionally +unrolled or "
+    "+scan.")
 """The variant grammar in one line, for the commands' --policy / --policies help."""
 
 LAYOUTS = {"unrolled": False, "scan": True}
-FAMILIES = (*REMAT_POLICIES, *CARRY_OFFLOAD_POLICIES, "recompute", "nested", "partial", "ac")
+FAMILIES = (*REMAT_POLICIES, *CARRY_OFFLOAD_POLICIES, "recompute", "nested", "partial", "ac",
+            "names")
 SCANNED_ONLY = ("nested", "offload_scan")
 
 
@@ -76,8 +104,29 @@ class Variant:
 
     @property
     def file_name(self) -> str:
-        """A name safe in paths: `nested:4+unrolled` -> `nested-4-unrolled`."""
+        """A name safe in paths: `nested:4+unrolled` -> `nested-4-unrolled`,
+        `names:qkv=device,attn_out=offload` -> `names-qkv.d-attn_out.o` (see `_named_slug`)."""
+        if self.name.startswith(NAMED_PREFIX):
+            return _named_slug(self.name)
         return self.name.replace(":", "-").replace("+", "-")
+
+
+SLUG_LIMIT = 120
+"""Longest per-tensor slug kept whole; longer ones end in a hash of the name (folder names
+gain a `-batch<N>` suffix and file systems allow 255 bytes)."""
+
+
+def _named_slug(name: str) -> str:
+    """`names-NAME.c-...[-layout]`: names are [a-z0-9_] (or `*`, written `all`) and choices are
+    told apart by their first letter, so distinct policies get distinct slugs of [a-z0-9_.-]."""
+    policy, _, layout = name.partition("+")
+    items = (item.partition("=") for item in policy[len(NAMED_PREFIX):].split(","))
+    parts = [f"{'all' if key == EVERY else key}.{choice[0]}" for key, _, choice in items]
+    slug = "-".join(["names", *parts, *([layout] if layout else [])])
+    if len(slug) <= SLUG_LIMIT:
+        return slug
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    return f"{slug[:SLUG_LIMIT - 17]}-{digest}"
 
 
 def parse_variant(name: str, config: TransformerConfig) -> Variant:
@@ -89,6 +138,8 @@ def parse_variant(name: str, config: TransformerConfig) -> Variant:
     if family in SCANNED_ONLY and layout_overrides.get("scan_layers") is False:
         raise UsageError(f"{name!r}: {family} remat scans over layers; drop +unrolled")
     overrides = {**_policy_overrides(family, argument, name, config), **layout_overrides}
+    if family == "names":  # the stored form: the same policy, the same name
+        text = overrides["remat"] + (f"+{layout}" if layout else "")
     variant = Variant(text, overrides)
     variant.apply(config)  # validates: e.g. a block size that does not divide the layers
     return variant
@@ -104,6 +155,8 @@ def _layout_overrides(layout: str, name: str) -> dict[str, Any]:
 
 def _policy_overrides(family: str, argument: str, name: str,
                       config: TransformerConfig) -> dict[str, Any]:
+    if family == "names":
+        return {"remat": parse_named(argument, config, name)}
     if family in (*REMAT_POLICIES, *CARRY_OFFLOAD_POLICIES):
         if argument:
             raise UsageError(f"policy {family!r} takes no argument (in {name!r})")
@@ -121,8 +174,61 @@ def _policy_overrides(family: str, argument: str, name: str,
         return {"remat": "full", "remat_layers": config.n_layers - _kept_layers(argument, name,
                                                                                  config)}
     raise UsageError(f"unknown remat policy {family!r} in {name!r}; known: "
-                     f"{', '.join(FAMILIES)} (recompute:1|2, nested:B, partial:N, ac:N), "
+                     f"{', '.join(FAMILIES)} (recompute:1|2, nested:B, partial:N, ac:N, "
+                     "names:NAME=CHOICE,...), "
                      "optionally +unrolled/+scan")
+
+
+MAXTEXT_NAMES = {"context": "attn_out", "qkv_proj": "qkv", "mlpwi": "mlp_in",
+                 "mlpwi_0": "mlp_gate", "mlpwi_1": "mlp_up", "mlpwo": "mlp_out"}
+"""MaxText's checkpoint names (src/MaxText/estimator.py) that differ from the block's own;
+`query_proj`, `key_proj`, `value_proj` and `out_proj` are the same in both."""
+
+
+def parse_named(body: str, config: TransformerConfig, name: str = "") -> str:
+    """The stored form (`hloscope.spec.tensors`) of a per-tensor policy's `NAME=CHOICE,...`;
+    UsageError listing the valid names or choices."""
+    names = block_names(config)
+    choices = dict.fromkeys(names, "remat")
+    items = [item.strip() for item in body.split(",") if item.strip()]
+    if not items:
+        raise UsageError(f"{name or 'names:'!r}: give NAME=CHOICE items, NAME in "
+                         f"{', '.join(names)} (or *), CHOICE in {', '.join(CHOICES)}")
+    for item in items:
+        key, equals, choice = (part.strip() for part in item.partition("="))
+        if not equals or choice not in CHOICES:
+            raise UsageError(f"{item!r} in {name!r}: expected NAME=CHOICE, CHOICE one of "
+                             f"{', '.join(CHOICES)}")
+        choices.update(dict.fromkeys(_named_targets(key, config, name), choice))
+    return encode_named(choices, names)
+
+
+def _named_targets(key: str, config: TransformerConfig, name: str) -> tuple[str, ...]:
+    names = block_names(config)
+    if key == EVERY:
+        return names
+    if key == "qkv":
+        return qkv_names(config)
+    own = MAXTEXT_NAMES.get(key, key)
+    if own in names:
+        return (own,)
+    known = [*names, *(k for k, v in MAXTEXT_NAMES.items() if v in names)]
+    raise UsageError(f"unknown tensor {key!r} in {name!r}; this model's block names: "
+                     f"{', '.join(known)}, or * for all (hloscope policies --model lists them)")
+
+
+def alias_expansion(alias: str, config: TransformerConfig) -> str:
+    """The per-tensor policy `save_named` / `offload_named` saves the same tensors as."""
+    choice = {"save_named": "device", "offload_named": "offload"}[alias]
+    saved = (*qkv_names(config), "attn_out", "mlp_hidden")
+    choices = {name: (choice if name in saved else "remat") for name in block_names(config)}
+    return encode_named(choices, block_names(config))
+
+
+def block_tensor_table(config: TransformerConfig) -> list[dict[str, Any]]:
+    """The block's named tensors for `hloscope policies`: see `hloscope.spec.tensors`."""
+    return [{"name": t.name, "maxtext": t.maxtext, "what": t.what, "width": t.width}
+            for t in block_tensors(config)]
 
 
 def _recompute_policy(argument: str, name: str) -> str:
@@ -167,12 +273,28 @@ def all_variant_names(config: TransformerConfig) -> list[str]:
     return [*names, f"full+{other_layout}"]
 
 
-def parse_variants(text: str, config: TransformerConfig) -> list[Variant]:
-    """Variants from `a,b,c` or `all` (duplicates dropped, order kept)."""
-    names: list[str] = []
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
+def split_policies(text: str) -> list[str]:
+    """`a,names:x=device,y=offload,b` -> [a, names:x=device,y=offload, b]: an item with `=`
+    continues the per-tensor policy before it (until that one has its +layout)."""
+    items: list[str] = []
+    for part in (part.strip() for part in text.split(",")):
+        if not part:
             continue
+        previous = items[-1].lower() if items else ""
+        if "=" in part and ":" not in part and previous.startswith(NAMED_PREFIX) \
+                and "+" not in previous:
+            items[-1] = f"{items[-1]},{part}"
+        else:
+            items.append(part)
+    return items
+
+
+def parse_variants(text: str | Sequence[str], config: TransformerConfig) -> list[Variant]:
+    """Variants from `a,b,c` or `all`, or a list of names (each one variant, or `all`);
+    duplicates dropped, order kept."""
+    names: list[str] = []
+    items = split_policies(text) if isinstance(text, str) else [t.strip() for t in text]
+    for item in items:
         names.extend(all_variant_names(config) if item.lower() == "all" else [item])
     if not names:
         raise UsageError("no remat policy given")
@@ -181,3 +303,74 @@ def parse_variants(text: str, config: TransformerConfig) -> list[Variant]:
         variant = parse_variant(name, config)
         variants.setdefault(variant.name, variant)
     return list(variants.values())
+
+
+# --- `hloscope policies`: the block's named tensors and the policy families ----------------
+FAMILY_TABLE = (
+    ("none / full / nothing_saveable", "jax's default or none: every block saves nothing "
+     "but its input (full), or everything (none)"),
+    ("dots_saveable / dots_with_no_batch_dims_saveable", "jax's policies: matmul outputs "
+     "saved"),
+    ("save_named / offload_named", "the block's qkv, attn_out and mlp_hidden saved on the "
+     "device / offloaded (aliases of names:..., below)"),
+    ("names:NAME=device|offload|remat,...", "per tensor: device-saved, offloaded to pinned "
+     "host memory, or recomputed; unnamed ones recomputed (* = every name)"),
+    ("offload_carries / offload_scan", "full remat, the layer input (and for offload_scan "
+     "the parameter slices) in pinned host memory"),
+    ("recompute:1 / recompute:2", "llm.c -r 1 / -r 2: projections and names saved but the "
+     "MLP activation (and the norms)"),
+    ("nested:B / partial:N / ac:N", "checkpointing scan of B layers; full remat of the first "
+     "N layers; llm.c -ac N (= partial:L-N)"),
+    ("+unrolled / +scan", "the layer layout, after any of the above"),
+)
+"""The families `--policies` takes, one line each (POLICY_HELP is the same in a sentence)."""
+
+
+@dataclass(frozen=True)
+class NamedTensorRow:
+    """One named tensor of the block at a config, per layer and per device."""
+
+    name: str
+    maxtext: str | None
+    what: str
+    shape: tuple[int, ...]  # per device: [tokens' batch, seq, width]
+    bytes_per_layer: int
+
+
+@dataclass(frozen=True)
+class NamedTensors:
+    """`hloscope policies`: the block's named tensors at a model's config under its mesh."""
+
+    model: str
+    target: str
+    batch_ways: int
+    tensor_ways: int
+    dtype: str
+    tensors: tuple[NamedTensorRow, ...]
+    aliases: dict[str, str]
+
+    @property
+    def bytes_per_layer(self) -> int:
+        return sum(row.bytes_per_layer for row in self.tensors)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "target": self.target, "batch_ways": self.batch_ways,
+                "tensor_ways": self.tensor_ways, "dtype": self.dtype,
+                "per": "device, layer and micro-batch",
+                "tensors": [dataclasses.asdict(row) for row in self.tensors],
+                "bytes_per_layer": self.bytes_per_layer, "aliases": self.aliases,
+                "families": [{"family": f, "what": w} for f, w in FAMILY_TABLE]}
+
+
+def named_tensors(model: str, config: TransformerConfig, target: str, batch_ways: int,
+                  tensor_ways: int) -> NamedTensors:
+    """The block's named tensors of `config` on one device of a mesh with `batch_ways` batch
+    shards and `tensor_ways` tensor shards (closed form: hloscope.spec.tensors)."""
+    local = sequences_per_device(config, batch_ways)
+    rows = tuple(NamedTensorRow(
+        tensor.name, tensor.maxtext, tensor.what,
+        (local, config.seq_len, tensor.device_width(tensor_ways)),
+        tensor_bytes(tensor, config, batch_ways, tensor_ways)) for tensor in block_tensors(config))
+    aliases = {alias: alias_expansion(alias, config) for alias in ("save_named", "offload_named")}
+    return NamedTensors(model, target, batch_ways, tensor_ways, config.compute_dtype, rows,
+                        aliases)

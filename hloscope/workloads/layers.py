@@ -1,10 +1,13 @@
 """The transformer block's math: norms, projections, rotary positions, attention and the MLP.
 
 Pure functions of arrays and parameter dicts, in the compute dtype with fp32 norms and softmax.
-Activations a remat policy may save are named with `checkpoint_name` (config.SAVED_NAMES): the
-Q/K/V projections `qkv`, the attention output before its projection `attn_out`, and the MLP's
-hidden activation `mlp_hidden`. Names are identities outside `jax.checkpoint`, so they do not
-change a program that does not remat.
+Every activation a remat policy may save is named with `checkpoint_name` (the table in
+`hloscope.spec.tensors`, with MaxText's names for the same tensors): the norm outputs `norm1` /
+`norm2`, the Q/K/V projections (`qkv` fused, or `query_proj` / `key_proj` / `value_proj`), the
+attention output before its projection `attn_out`, that projection `out_proj`, the MLP's input
+projections (`mlp_in`, or SwiGLU's `mlp_gate` / `mlp_up`), its activation `mlp_hidden` and its
+output `mlp_out`. Names are identities outside `jax.checkpoint`, so they do not change a program
+that does not remat, nor one whose policy does not mention them.
 
 Attention is grouped-query when the model has fewer key/value heads than query heads, and one of
 three by `config.attention`: `plain` softmax attention over the full [batch, heads, seq, seq]
@@ -84,10 +87,10 @@ def project_qkv(x: jax.Array, p: Tree, config: TransformerConfig) -> tuple[jax.A
         heads = (batch, seq, config.n_heads, config.head_dim)
         return tuple(t.reshape(heads) for t in jnp.split(fused, 3, axis=-1))
     kv_heads = (batch, seq, config.kv_heads, config.head_dim)
-    q = checkpoint_name(dense(x, p["q"]), "qkv").reshape(batch, seq, config.n_heads,
-                                                         config.head_dim)
-    k = checkpoint_name(dense(x, p["k"]), "qkv").reshape(kv_heads)
-    v = checkpoint_name(dense(x, p["v"]), "qkv").reshape(kv_heads)
+    q = checkpoint_name(dense(x, p["q"]), "query_proj").reshape(batch, seq, config.n_heads,
+                                                                config.head_dim)
+    k = checkpoint_name(dense(x, p["k"]), "key_proj").reshape(kv_heads)
+    v = checkpoint_name(dense(x, p["v"]), "value_proj").reshape(kv_heads)
     return q, k, v
 
 
@@ -117,15 +120,18 @@ def attention(x: jax.Array, p: Tree, config: TransformerConfig, mesh: Any = None
     if config.positions == "rotary":
         q, k = rotary(q, config.rope_theta), rotary(k, config.rope_theta)
     out = checkpoint_name(attend(q, k, v, config, mesh), "attn_out")
-    return dense(out, p["out"])
+    return checkpoint_name(dense(out, p["out"]), "out_proj")
 
 
 def mlp(x: jax.Array, p: Tree, config: TransformerConfig) -> jax.Array:
     if config.activation == "swiglu":
-        hidden = jax.nn.silu(dense(x, p["gate"])) * dense(x, p["up"])
-        return dense(checkpoint_name(hidden, "mlp_hidden"), p["down"])
-    hidden = jax.nn.gelu(dense(x, p["fc"]), approximate=True)
-    return dense(checkpoint_name(hidden, "mlp_hidden"), p["proj"])
+        gate = checkpoint_name(dense(x, p["gate"]), "mlp_gate")
+        hidden = jax.nn.silu(gate) * checkpoint_name(dense(x, p["up"]), "mlp_up")
+        out = dense(checkpoint_name(hidden, "mlp_hidden"), p["down"])
+    else:
+        hidden = jax.nn.gelu(checkpoint_name(dense(x, p["fc"]), "mlp_in"), approximate=True)
+        out = dense(checkpoint_name(hidden, "mlp_hidden"), p["proj"])
+    return checkpoint_name(out, "mlp_out")
 
 
 def block(x: jax.Array, p: Tree, config: TransformerConfig, mesh: Any = None) -> jax.Array:

@@ -28,6 +28,11 @@ Policies on the block's own names (config.BLOCK_REMAT_POLICIES):
   saveable, so jax saves it under the other name (`save_anything_except_these_names` saves the
   GELU output it was told not to). Saving only projections and names makes every elementwise
   chain, the excluded activations among them, recomputable from saved matmul outputs.
+Per-tensor policies (`names:NAME=CHOICE,...`, hloscope.spec.tensors): `save_and_offload_only_
+these_names(names_which_can_be_saved=<device names>, names_which_can_be_offloaded=<offload
+names>, offload_src="device", offload_dst="pinned_host")`; remat names and unnamed values are
+recomputed. `save_named` / `offload_named` save the same tensors as the per-tensor policy with
+`qkv` (the Q/K/V projection names), `attn_out` and `mlp_hidden` on the device / offloaded.
 Names are identities outside `jax.checkpoint`; the input and parameter names are added only
 under the carry offload policies, so the other variants' programs do not change.
 This module imports jax: import it only in child processes and tests.
@@ -49,6 +54,13 @@ from hloscope.spec.config import (
     RECOMPUTE_LEVELS,
     SAVED_NAMES,
     TransformerConfig,
+)
+from hloscope.spec.tensors import (
+    NAMED_PREFIX,
+    block_names,
+    decode_named,
+    names_with,
+    qkv_names,
 )
 
 Tree = Any
@@ -73,25 +85,50 @@ def layer_groups(config: TransformerConfig) -> list[LayerGroup]:
     return [LayerGroup(config.n_layers, rematted == config.n_layers, "layers")]
 
 
-def checkpoint_policy(name: str) -> Callable[..., Any] | None:
-    """The jax.checkpoint_policies entry a remat name stands for (None: jax's default)."""
+def checkpoint_policy(name: str, config: TransformerConfig | None = None
+                      ) -> Callable[..., Any] | None:
+    """The jax.checkpoint_policies entry a remat name stands for (None: jax's default);
+    `config` says what the built-in block calls its Q/K/V projections (own models: `qkv`)."""
     policies = jax.checkpoint_policies
+    saved = _saved_names(config)
     if name == "full":
         return None
+    if name.startswith(NAMED_PREFIX):
+        return _named_policy(name, config)
     if name == "save_named":
-        return policies.save_only_these_names(*SAVED_NAMES)
+        return policies.save_only_these_names(*saved)
     if name == "offload_named":
-        return _offload(list(SAVED_NAMES))
+        return _offload(list(saved))
     if name == "offload_carries":
         return _offload([LAYER_INPUT])
     if name == "offload_scan":
         return _offload([LAYER_INPUT, LAYER_PARAMS])
     if name.startswith("recompute:"):
         recomputed = RECOMPUTE_LEVELS[int(name.partition(":")[2])]
-        kept = [n for n in (*NORM_NAMES, *SAVED_NAMES) if n not in recomputed]
+        kept = [n for n in (*NORM_NAMES, *saved) if n not in recomputed]
         return policies.save_from_both_policies(policies.dots_with_no_batch_dims_saveable,
                                                 policies.save_only_these_names(*kept))
     return getattr(policies, name)
+
+
+def _saved_names(config: TransformerConfig | None) -> tuple[str, ...]:
+    """SAVED_NAMES with `qkv` standing for the block's Q/K/V projection name(s)."""
+    if config is None:
+        return SAVED_NAMES
+    return tuple(n for name in SAVED_NAMES
+                 for n in (qkv_names(config) if name == "qkv" else (name,)))
+
+
+def _named_policy(name: str, config: TransformerConfig | None) -> Callable[..., Any]:
+    """A per-tensor policy: device names saved, offload names in pinned host memory, the rest
+    (remat names and everything unnamed) recomputed."""
+    if config is None:
+        raise ValueError("a per-tensor policy of the built-in block needs its config")
+    choices = decode_named(name, block_names(config))
+    return jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=names_with(choices, "device"),
+        names_which_can_be_offloaded=names_with(choices, "offload"),
+        offload_src="device", offload_dst="pinned_host")
 
 
 def _offload(names: list[str]) -> Callable[..., Any]:
@@ -101,7 +138,7 @@ def _offload(names: list[str]) -> Callable[..., Any]:
 
 
 def checkpointed(fn: BlockFn, config: TransformerConfig) -> BlockFn:
-    policy = checkpoint_policy(config.remat)
+    policy = checkpoint_policy(config.remat, config)
     fn = _named_inputs(fn, config.remat)
     return jax.checkpoint(fn) if policy is None else jax.checkpoint(fn, policy=policy)
 

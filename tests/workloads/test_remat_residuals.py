@@ -17,6 +17,7 @@ from test_workloads import needs_jax
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import parse_variant
 from hloscope.spec.presets import preset_config
+from hloscope.spec.tensors import qkv_names
 
 BATCH, SEQ = 2, 16
 GPT = dataclasses.replace(preset_config("tiny"), seq_len=SEQ, batch=BATCH)
@@ -82,7 +83,7 @@ def test_no_remat_saves_the_activation_and_the_norms(style: str) -> None:
 def test_recompute_1_saves_everything_but_the_mlp_activation(style: str) -> None:
     config = STYLES[style]
     saved = block_residuals("recompute:1", config)
-    assert names(saved) == {"norm1", "qkv", "attn_out", "norm2"}
+    assert names(saved) == {"norm1", *qkv_names(config), "attn_out", "norm2"}
     assert unnamed_sources(saved) == {"output of dot_general"}  # projections only
     # the activation is recomputed from its saved pre-activation projection(s), no matmul again
     pre_activation = [s for s in saved if s[1] == (BATCH, SEQ, config.d_ff)]
@@ -94,7 +95,7 @@ def test_recompute_1_saves_everything_but_the_mlp_activation(style: str) -> None
 @pytest.mark.parametrize("style", sorted(STYLES))
 def test_recompute_2_also_recomputes_the_norms(style: str) -> None:
     saved = block_residuals("recompute:2", STYLES[style])
-    assert names(saved) == {"qkv", "attn_out"}
+    assert names(saved) == {*qkv_names(STYLES[style]), "attn_out"}
     assert unnamed_sources(saved) == {"output of dot_general"}
     level_1 = block_residuals("recompute:1", STYLES[style])
     dropped = [r for r in level_1 if r not in saved]

@@ -1,0 +1,29 @@
+"""`hloscope policies`: the named tensors a per-tensor remat policy chooses for (no compile)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hloscope.api import policies
+from hloscope.cli.common import emit, output_options
+from hloscope.cli.workload_options import model_options
+from hloscope.reports.policies import policies_report
+from hloscope.spec.config import TransformerConfig
+from hloscope.spec.targets import EXAMPLES
+
+
+@click.command("policies")
+@model_options
+@click.option("--target", default=None, metavar="TARGET",
+              help=f"The mesh the per-device figures are for ({EXAMPLES}); default: one "
+                   "device.")
+@click.option("--num-slices", type=click.IntRange(min=1), default=None, metavar="N",
+              help="TPU multislice: N slices of the topology.")
+@output_options
+def command(model: str, config: TransformerConfig, target: str | None, num_slices: int | None,
+            fmt: str, output: Path | None, force: bool) -> None:
+    """List the named tensors of the model's block -- what `names:NAME=device|offload|remat`
+    chooses for -- with shape and bytes per layer on one device, and the policy families."""
+    result = policies(model, target, config=config, num_slices=num_slices)
+    emit(policies_report(result), fmt, output, force)

@@ -1,0 +1,160 @@
+"""The built-in block's named tensors and the stored form of a per-tensor policy (no jax).
+
+Every activation of a block that a policy may keep has a `checkpoint_name`
+(`workloads/layers.py`), in forward order:
+
+| name | shape | MaxText's name (src/MaxText/estimator.py) |
+|---|---|---|
+| `norm1` | [b, s, h] | (none: the pre-attention norm output) |
+| `qkv` | [b, s, 3h] | `qkv_proj` (fused projection: as many K/V heads as Q heads) |
+| `query_proj` | [b, s, H*d] | `query_proj` (separate projections: grouped-query attention) |
+| `key_proj`, `value_proj` | [b, s, K*d] | `key_proj`, `value_proj` |
+| `attn_out` | [b, s, H*d] | `context` (attention output before its projection) |
+| `out_proj` | [b, s, h] | `out_proj` |
+| `norm2` | [b, s, h] | (none: the pre-MLP norm output) |
+| `mlp_in` | [b, s, f] | `mlpwi` (GELU MLP's input projection, before the activation) |
+| `mlp_gate`, `mlp_up` | [b, s, f] | `mlpwi_0`, `mlpwi_1` (SwiGLU's two input projections) |
+| `mlp_hidden` | [b, s, f] | (none: the activation's output, the down projection's input) |
+| `mlp_out` | [b, s, h] | `mlpwo` |
+
+(h = d_model, H / K = query / key-value heads, d = head_dim, f = d_ff; every one in the compute
+dtype.) `mlp_out` is named for MaxText's sake but is never a residual here: the block returns
+`mlp_out` plus its input, and the backward pass of that sum needs neither (JAX's
+`saved_residuals` lists every other name under `names:*=device`, not it:
+tests/workloads/test_named_policies.py). A per-tensor policy gives each name one of CHOICES:
+`device` (saved in device memory for the backward pass), `offload` (saved in pinned host
+memory) or `remat` (recomputed); unnamed intermediates are recomputed. Its stored form, the
+config's `remat` field, is `names:NAME=CHOICE,...` listing the names not rematerialised in
+block order, or `names:*=CHOICE` when every name has the same choice;
+`hloscope.spec.policies` parses what users write into it.
+
+Per device, under the mesh (`hloscope.spec.mesh`): the batch is split over the batch ways and
+each micro-batch holds 1/K of it; the column-parallel tensors' widths (Q/K/V projections, the
+attention output, the MLP's input projections and activation) are split over the tensor axis
+when it divides them, as `workloads/sharding.py` shards their weights (Megatron-style); the
+norms and the row-parallel outputs (`out_proj`, `mlp_out`) are whole on every device.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from hloscope.errors import UsageError
+
+NAMED_PREFIX = "names:"
+CHOICES = ("device", "offload", "remat")
+EVERY = "*"
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+class BlockConfig(Protocol):
+    """What of a TransformerConfig the tensors depend on (config.py imports this module)."""
+
+    d_model: int
+    d_ff: int
+    n_heads: int
+    activation: str
+    compute_dtype: str
+    batch: int
+    seq_len: int
+    micro_batches: int
+
+    @property
+    def kv_heads(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class BlockTensor:
+    """One named activation of a block: its per-token width, globally and per device."""
+
+    name: str
+    width: int  # features per token, the whole tensor
+    column_parallel: bool  # split over the tensor axis with its weight
+    maxtext: str | None  # MaxText's checkpoint name for the same tensor, None when it has none
+    what: str
+
+    def device_width(self, tensor: int) -> int:
+        """Features per token on one device under `tensor`-way tensor parallelism."""
+        if self.column_parallel and tensor > 1 and self.width % tensor == 0:
+            return self.width // tensor
+        return self.width
+
+
+def block_tensors(config: BlockConfig) -> tuple[BlockTensor, ...]:
+    """The block's named tensors, in forward order, for this config's style."""
+    h, f = config.d_model, config.d_ff
+    heads, kv = config.n_heads * config.head_dim, config.kv_heads * config.head_dim
+    if config.kv_heads == config.n_heads:
+        projections = [BlockTensor("qkv", 3 * h, True, "qkv_proj", "fused Q/K/V projection")]
+    else:
+        projections = [BlockTensor("query_proj", heads, True, "query_proj", "Q projection"),
+                       BlockTensor("key_proj", kv, True, "key_proj", "K projection"),
+                       BlockTensor("value_proj", kv, True, "value_proj", "V projection")]
+    if config.activation == "swiglu":
+        mlp_in = [BlockTensor("mlp_gate", f, True, "mlpwi_0", "SwiGLU gate projection"),
+                  BlockTensor("mlp_up", f, True, "mlpwi_1", "SwiGLU up projection")]
+    else:
+        mlp_in = [BlockTensor("mlp_in", f, True, "mlpwi", "MLP input projection")]
+    return (BlockTensor("norm1", h, False, None, "pre-attention norm output"), *projections,
+            BlockTensor("attn_out", heads, True, "context", "attention output (context)"),
+            BlockTensor("out_proj", h, False, "out_proj", "attention output projection"),
+            BlockTensor("norm2", h, False, None, "pre-MLP norm output"), *mlp_in,
+            BlockTensor("mlp_hidden", f, True, None, "MLP activation output"),
+            BlockTensor("mlp_out", h, False, "mlpwo", "MLP output projection"))
+
+
+def block_names(config: BlockConfig) -> tuple[str, ...]:
+    return tuple(tensor.name for tensor in block_tensors(config))
+
+
+def qkv_names(config: BlockConfig) -> tuple[str, ...]:
+    """What `qkv` of `save_named` / `offload_named` stands for in this style."""
+    names = block_names(config)
+    return ("qkv",) if "qkv" in names else ("query_proj", "key_proj", "value_proj")
+
+
+def sequences_per_device(config: BlockConfig, batch_ways: int) -> int:
+    """Sequences of one micro-batch on one device: batch / batch ways / micro-batches."""
+    local = max(config.batch // max(batch_ways, 1), 1)
+    return max(local // config.micro_batches, 1)
+
+
+def tokens_per_device(config: BlockConfig, batch_ways: int) -> int:
+    return sequences_per_device(config, batch_ways) * config.seq_len
+
+
+def tensor_bytes(tensor: BlockTensor, config: BlockConfig, batch_ways: int,
+                 tensor_ways: int) -> int:
+    """Bytes of one layer's `tensor` on one device (closed form from the config)."""
+    return (tokens_per_device(config, batch_ways) * tensor.device_width(tensor_ways)
+            * DTYPE_BYTES[config.compute_dtype])
+
+
+def decode_named(remat: str, names: tuple[str, ...]) -> dict[str, str]:
+    """Every name's choice from a stored `names:...` policy (unlisted names: remat)."""
+    choices = dict.fromkeys(names, "remat")
+    body = remat[len(NAMED_PREFIX):]
+    for item in filter(None, body.split(",")):
+        name, _, choice = item.partition("=")
+        if choice not in CHOICES or (name != EVERY and name not in choices):
+            raise UsageError(f"bad per-tensor policy {remat!r}: {item!r} is not NAME=CHOICE "
+                             f"with NAME in {', '.join(names)} and CHOICE in "
+                             f"{', '.join(CHOICES)}")
+        choices.update(dict.fromkeys(names, choice) if name == EVERY else {name: choice})
+    return choices
+
+
+def encode_named(choices: dict[str, str], names: tuple[str, ...]) -> str:
+    """The stored form of `choices` (the same program, the same text)."""
+    distinct = {choices.get(name, "remat") for name in names}
+    if len(distinct) == 1:
+        return f"{NAMED_PREFIX}{EVERY}={distinct.pop()}"
+    kept = [f"{name}={choices[name]}" for name in names if choices.get(name, "remat") != "remat"]
+    return NAMED_PREFIX + ",".join(kept)
+
+
+def names_with(choices: dict[str, str], choice: str) -> list[str]:
+    return [name for name, chosen in choices.items() if chosen == choice]
