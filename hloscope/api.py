@@ -117,7 +117,46 @@ def oom(module: ModuleLike, device: str | None = None, capacity: int | str | Non
     record = None if sweep is None else read_sweep(Path(sweep))
     rows = None if record is None else record.variants
     offloaded = record is not None and sweep_offloads_optimizer(record.data.get("config"))
-    return diagnose(inputs, resolved, rows, top, offloaded)
+    build = inputs.program.given_build
+    step = build is not None and build.model_config is None  # a user's step: no closed forms
+    if step and rows is not None:
+        rows = [row for row in rows if row.variant != build.variant]
+    return diagnose(inputs, resolved, rows, top, offloaded, compiled_only=step)
+
+
+def oom_step(step: str | StepFactory, target: str = "cpu", policy: str = "none",
+             candidates: str | Sequence[str] = "all", device: str | None = None,
+             capacity: int | str | None = None, top: int = 10,
+             cache: str | Path | None = None, timeout: float = 3600.0,
+             num_slices: int | None = None, allow_any_topology: bool = False,
+             xla_flags: Sequence[str] = (), **overrides: Any) -> OomDiagnosis:
+    """`oom` of a user's step (`make_step` or a `FILE.py:function` reference) at remat `policy`
+    on `target`: `policy` and the `candidates` are compiled as a sweep (into a temporary folder
+    removed when Python exits; through `cache` when given), and the remedies are the compiled
+    candidates — the closed-form predictions are the built-in model's, so there are none.
+    `overrides`: batch, seq_len, compute_dtype and the mesh sizes, as `sweep` takes them."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from hloscope.formats.sweep import read_sweep
+
+    if isinstance(candidates, str):
+        candidates = candidates.split(",")
+    names = list(dict.fromkeys([policy.strip().lower(),
+                                *(c.strip().lower() for c in candidates if c.strip())]))
+    folder = Path(tempfile.mkdtemp(prefix="hloscope-oom-step-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    sweep(step if not isinstance(step, str) else "", names, target, folder, force=True,
+          cache=cache, timeout=timeout, num_slices=num_slices,
+          allow_any_topology=allow_any_topology, xla_flags=xla_flags,
+          step=step if isinstance(step, str) else None, **overrides)
+    record = read_sweep(folder)
+    own = next(row for row in record.variants if row.variant == names[0])
+    built = own.build_in(folder)
+    if built is None:
+        raise InputError(f"{names[0]} compiled nothing ({own.status}): {own.reason}")
+    return oom(built, device, capacity, sweep=folder, top=top)
 
 
 def compare(a: ModuleLike, b: ModuleLike, device: str | None = None) -> CompareResult:
