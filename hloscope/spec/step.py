@@ -4,7 +4,8 @@
 user's own step once per remat variant. The factory is called in the compile's child process as
 
     make_step(remat)            -> (step_fn, args) or (step_fn, args, jit_kwargs)
-    make_step(remat, layers)    the same, taking the layer-scan hook
+    make_step(remat, layers)    the same, taking the layer-scan hook (the second parameter
+                                named `layers`; other parameters need defaults)
 
 `remat(block)` wraps a block in `jax.checkpoint` with the variant's policy (unchanged for `none`);
 `remat.policy` is the variant's name, `remat.batch` / `remat.seq_len` the grid point the sweep

@@ -21,6 +21,7 @@ from hloscope.devices import memory_budget
 from hloscope.errors import UsageError
 from hloscope.formats.build import LOG_FILE, read_build
 from hloscope.formats.sweep import builds_folder, write_sweep
+from hloscope.frames import DataFrames
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.policies import Variant
@@ -97,7 +98,10 @@ class SweepRequest:
 
 
 @dataclass
-class SweepResult:
+class SweepResult(DataFrames):
+    """What a sweep found; `to_pandas()` is the variants table (and the batch search's probes)
+    as `hloscope sweep` shows it, `to_dict()` its JSON document."""
+
     request: SweepRequest
     outcomes: list[VariantOutcome]
     winner: str | None

@@ -202,7 +202,8 @@ def _checked(fn: Callable[..., Any], config: StepConfig, layers: LayerScan) -> C
 
 
 def takes_layers(factory: Callable[..., Any]) -> bool:
-    """Whether the factory takes a second positional parameter (the `layers` hook)."""
+    """Whether the factory takes the `layers` hook: a second positional parameter named
+    `layers` (by name, so that `make_step(remat, unrolled=False)` keeps its own options)."""
     try:
         parameters = list(inspect.signature(factory).parameters.values())
     except (TypeError, ValueError):
@@ -212,7 +213,7 @@ def takes_layers(factory: Callable[..., Any]) -> bool:
     if not positional:
         raise UsageError(f"{_name(factory)} must take remat: def make_step(remat) or "
                          "make_step(remat, layers)")
-    return len(positional) >= 2 or positional[0].kind == positional[0].VAR_POSITIONAL
+    return len(positional) >= 2 and positional[1].name == "layers"
 
 
 def step_source(factory: Callable[..., Any]) -> dict[str, Any]:
