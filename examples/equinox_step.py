@@ -71,7 +71,8 @@ class Model(eqx.Module):
 
 def make_step(remat, unrolled: bool = False):
     """(train_step, abstract args, jit options): hloscope's factory (see hloscope.spec.step)."""
-    model = eqx.filter_eval_shape(Model, jax.random.key(0))
+    # the key is made inside eval_shape: a deviceless TPU cannot hold a concrete array
+    model = eqx.filter_eval_shape(lambda: Model(jax.random.key(0)))
     batch, seq = remat.batch or BATCH, remat.seq_len or SEQ
     sharding = NamedSharding(remat.mesh, PartitionSpec("data"))
     x = jax.ShapeDtypeStruct((batch, seq, WIDTH), jnp.float32, sharding=sharding)
