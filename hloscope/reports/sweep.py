@@ -55,8 +55,7 @@ def _summary(data: dict[str, Any]) -> list:
     batch = (f"searched (largest that fits, per variant), in steps of {data['batch_step']}"
              if data["search"] else _listed(grid["batch"]))
     return [
-        ("model", f"{data['model']}: {data['parameters']:,} parameters, {config['n_layers']} "
-                  f"layers, d_model {config['d_model']}, seq {_listed(grid['seq_len'])}"),
+        ("model", _model_line(data)),
         ("target", _sweep_target(data)),
         ("capacity per device", Quantity(data["capacity_bytes"], "bytes")
          if data["capacity_bytes"] is not None else not_available(UNKNOWN_MEMORY)),
@@ -70,8 +69,17 @@ def _summary(data: dict[str, Any]) -> list:
     ]
 
 
+def _model_line(data: dict[str, Any]) -> str:
+    config, grid = data["config"], data["grid"]
+    if "step" in config:  # a user's step (--step): what it is, the factory knows
+        return f"your step {config['step']['factory']}, seq {_listed(grid['seq_len'])}"
+    return (f"{data['model']}: {data['parameters']:,} parameters, {config['n_layers']} "
+            f"layers, d_model {config['d_model']}, seq {_listed(grid['seq_len'])}")
+
+
 def _listed(values: list[int]) -> str:
-    return ", ".join(str(value) for value in values)
+    given = [str(value) for value in values if value]  # 0: a user step's own
+    return ", ".join(given) or "the factory's own"
 
 
 def _retried(data: dict[str, Any]) -> str:
@@ -79,6 +87,8 @@ def _retried(data: dict[str, Any]) -> str:
 
 
 def _sharding(config: dict[str, Any]) -> str:
+    if "step" in config:
+        return "the step's own (its arguments' shardings)"
     parts = ["FSDP" if config["fsdp"] else "replicated parameters"]
     if config["tensor_parallel"] > 1:
         parts.append(f"tensor parallel {config['tensor_parallel']}")

@@ -18,6 +18,7 @@ from hloscope.reports.flops import breakdown_table
 from hloscope.reports.inspect import inspect_report
 from hloscope.reports.memory import group_table, live_table, spaces_table, timeline_table
 from hloscope.reports.report import Column, Table
+from hloscope.sweeps.core import SweepResult
 
 
 @register_tables(InspectResult)
@@ -58,6 +59,13 @@ def oom_tables(diagnosis: OomDiagnosis) -> list[Table]:
     from hloscope.reports.oom import oom_report
 
     return oom_report(diagnosis).tables
+
+
+@register_tables(SweepResult)
+def sweep_tables(result: SweepResult) -> list[Table]:
+    from hloscope.reports.sweep import sweep_report
+
+    return sweep_report(result).tables
 
 
 @register_tables(CompareResult)
