@@ -47,11 +47,12 @@ _WORKLOAD_SOURCES = ("spec/config.py", "workloads/transformer.py", "workloads/la
                      "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
                      "workloads/compile_job.py", "spec/targets.py",
                      "workloads/topology.py", "spec/mesh.py", "spec/slices.py",
-                     "spec/flags.py")  # under hloscope/
+                     "spec/flags.py", "workloads/checkpoint_names.py")  # under hloscope/
 _STEP_SOURCES = ("spec/step.py", "workloads/step.py", "workloads/capture.py",
                  "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
                  "workloads/compile_job.py", "spec/targets.py", "workloads/topology.py",
-                 "spec/mesh.py", "spec/slices.py", "spec/flags.py")
+                 "spec/mesh.py", "spec/slices.py", "spec/flags.py",
+                 "workloads/checkpoint_names.py")
 STEP_BUILDER = "hloscope.workloads.step:build_step"  # a user's factory (spec/step.py)
 _MODULE_FILE = re.compile(r"^module_(\d+)\.(?P<name>[^.]+)\..*after_optimizations\.txt$")
 
