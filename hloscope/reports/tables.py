@@ -63,9 +63,11 @@ def oom_tables(diagnosis: OomDiagnosis) -> list[Table]:
 
 @register_tables(SweepResult)
 def sweep_tables(result: SweepResult) -> list[Table]:
+    """The variants (and the batch search's probes): to_pandas() stays the variants frame; the
+    checkpoint names are in to_dict()'s rows (`checkpoint_names`) and the report."""
     from hloscope.reports.sweep import sweep_report
 
-    return sweep_report(result).tables
+    return [t for t in sweep_report(result).tables if t.name != "checkpoint_names"]
 
 
 @register_tables(CompareResult)
