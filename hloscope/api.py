@@ -11,7 +11,7 @@ functions (or, where they need an intermediate for their report, the same analys
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,12 +35,15 @@ if TYPE_CHECKING:
     from hloscope.formats.snapshot import Snapshot
     from hloscope.spec.config import TransformerConfig
     from hloscope.spec.policies import NamedTensors
+    from hloscope.spec.step import StepConfig
     from hloscope.sweeps.core import SweepListener, SweepRequest, SweepResult
     from hloscope.sweeps.executors import ExecutorSpec
     from hloscope.sweeps.grid import Grid
     from hloscope.workloads.build import BuildSpec
 
 ModuleLike = Program | HloModule | str | Path
+StepFactory = Callable[..., Any]
+"""A user's `make_step(remat[, layers]) -> (step_fn, args[, jit_kwargs])` (spec/step.py)."""
 
 
 def as_module(module: ModuleLike) -> HloModule:
@@ -116,7 +119,46 @@ def oom(module: ModuleLike, device: str | None = None, capacity: int | str | Non
     record = None if sweep is None else read_sweep(Path(sweep))
     rows = None if record is None else record.variants
     offloaded = record is not None and sweep_offloads_optimizer(record.data.get("config"))
-    return diagnose(inputs, resolved, rows, top, offloaded)
+    build = inputs.program.given_build
+    step = build is not None and build.model_config is None  # a user's step: no closed forms
+    if step and rows is not None:
+        rows = [row for row in rows if row.variant != build.variant]
+    return diagnose(inputs, resolved, rows, top, offloaded, compiled_only=step)
+
+
+def oom_step(step: str | StepFactory, target: str = "cpu", policy: str = "none",
+             candidates: str | Sequence[str] = "all", device: str | None = None,
+             capacity: int | str | None = None, top: int = 10,
+             cache: str | Path | None = None, timeout: float = 3600.0,
+             num_slices: int | None = None, allow_any_topology: bool = False,
+             xla_flags: Sequence[str] = (), **overrides: Any) -> OomDiagnosis:
+    """`oom` of a user's step (`make_step` or a `FILE.py:function` reference) at remat `policy`
+    on `target`: `policy` and the `candidates` are compiled as a sweep (into a temporary folder
+    removed when Python exits; through `cache` when given), and the remedies are the compiled
+    candidates — the closed-form predictions are the built-in model's, so there are none.
+    `overrides`: batch, seq_len, compute_dtype and the mesh sizes, as `sweep` takes them."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from hloscope.formats.sweep import read_sweep
+
+    if isinstance(candidates, str):
+        candidates = candidates.split(",")
+    names = list(dict.fromkeys([policy.strip().lower(),
+                                *(c.strip().lower() for c in candidates if c.strip())]))
+    folder = Path(tempfile.mkdtemp(prefix="hloscope-oom-step-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    sweep(step if not isinstance(step, str) else "", names, target, folder, force=True,
+          cache=cache, timeout=timeout, num_slices=num_slices,
+          allow_any_topology=allow_any_topology, xla_flags=xla_flags,
+          step=step if isinstance(step, str) else None, **overrides)
+    record = read_sweep(folder)
+    own = next(row for row in record.variants if row.variant == names[0])
+    built = own.build_in(folder)
+    if built is None:
+        raise InputError(f"{names[0]} compiled nothing ({own.status}): {own.reason}")
+    return oom(built, device, capacity, sweep=folder, top=top)
 
 
 def compare(a: ModuleLike, b: ModuleLike, device: str | None = None) -> CompareResult:
@@ -201,11 +243,12 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
     return result
 
 
-def build(output: str | Path, model: str = "tiny", policy: str = "none", target: str = "cpu",
-          config: TransformerConfig | None = None, force: bool = False,
-          cache: str | Path | None = None, timeout: float = 3600.0,
+def build(output: str | Path, model: str | StepFactory = "tiny", policy: str = "none",
+          target: str = "cpu", config: TransformerConfig | StepConfig | None = None,
+          force: bool = False, cache: str | Path | None = None, timeout: float = 3600.0,
           num_slices: int | None = None, allow_any_topology: bool = False,
-          xla_flags: Sequence[str] = (), **overrides: Any) -> BuildSummary:
+          xla_flags: Sequence[str] = (), step: str | None = None,
+          **overrides: Any) -> BuildSummary:
     """Compiles one remat variant (`policy`) of a built-in transformer (`model`, a preset, with
     config `overrides` such as n_layers=2 or the mesh's dcn_data_parallel / ici_fsdp_parallel,
     or a whole `config`) for `target` (`num_slices` slices of it; `allow_any_topology` for a
@@ -213,36 +256,48 @@ def build(output: str | Path, model: str = "tiny", policy: str = "none", target:
     unless `force`); from the build cache at `cache` when the same program was compiled before.
     `xla_flags` go to the compile (LIBTPU_INIT_ARGS on TPU, XLA_FLAGS elsewhere) with those of
     the environment, and are recorded. `result.passed` is False when it did not compile or does
-    not fit."""
+    not fit. `model` may be a user's step factory instead (or `step`, a `FILE.py:function` /
+    `module:function` reference; spec/step.py): its variant `policy` is compiled, `overrides`
+    then being batch / seq_len / compute_dtype and the mesh sizes it is given."""
     from hloscope.analyses.summary.variant import BuildSummary, variant_figures
     from hloscope.loader.build import load_build
     from hloscope.workloads.build import prepare_folder
     from hloscope.workloads.cache import build_into
 
     spec = build_spec(model, policy, target, config, num_slices, allow_any_topology, xla_flags,
-                      **overrides)
+                      step=step, **overrides)
     folder = Path(output)
     prepare_folder(folder, force)
     built, cached = build_into(spec, folder, None if cache is None else Path(cache), timeout)
     return BuildSummary(built, variant_figures(load_build(built), spec.variant), cached)
 
 
-def build_spec(model: str = "tiny", policy: str = "none", target: str = "cpu",
-               config: TransformerConfig | None = None, num_slices: int | None = None,
-               allow_any_topology: bool = False, xla_flags: Sequence[str] = (),
+def build_spec(model: str | StepFactory = "tiny", policy: str = "none", target: str = "cpu",
+               config: TransformerConfig | StepConfig | None = None,
+               num_slices: int | None = None, allow_any_topology: bool = False,
+               xla_flags: Sequence[str] = (), step: str | None = None,
                **overrides: Any) -> BuildSpec:
     """What `build` compiles, checked (the variant, the target, the mesh, jax installed)."""
     from hloscope.optional import require_compiler
     from hloscope.spec.policies import parse_variant
     from hloscope.spec.presets import preset_config
+    from hloscope.spec.step import StepConfig, parse_step_variants
     from hloscope.spec.targets import parse_target
     from hloscope.workloads.build import BuildSpec
 
-    config = config or preset_config(model, **overrides)
-    variant = parse_variant(policy, config)
     parsed = parse_target(target, num_slices, allow_any_topology)
     require_compiler(parsed.backend, f"a build for {parsed.spec}")
-    config.check_placement(parsed.backend, parsed.num_devices // config.tensor_parallel)
+    source = step if step is not None else (None if isinstance(model, str) else model)
+    if source is not None:
+        config = step_config(source, config, **overrides)
+        variant = parse_step_variants(policy, config.takes_layers)[0]
+        model = config.factory
+    else:
+        assert isinstance(model, str)
+        config = config or preset_config(model, **overrides)
+        variant = parse_variant(policy, config)
+        assert not isinstance(config, StepConfig)
+        config.check_placement(parsed.backend, parsed.num_devices // config.tensor_parallel)
     spec = BuildSpec(model, variant.name, parsed.spec, variant.apply(config),
                      flags=_compile_flags(xla_flags))
     spec.mesh()
@@ -272,18 +327,22 @@ def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps
     return analyse_traced(load_traced(Path(output)), device)
 
 
-def sweep(model: str = "tiny", policies: str | Sequence[str] = "all", target: str = "cpu",
-          output: str | Path | None = None, config: TransformerConfig | None = None,
+def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "all",
+          target: str = "cpu", output: str | Path | None = None,
+          config: TransformerConfig | StepConfig | None = None,
           grid: Grid | None = None, search_batch: bool = False, max_batch: int = 1 << 16,
           executor: ExecutorSpec | None = None, jobs: int | None = None,
           retries: int | None = None, cache: str | Path | None = None, timeout: float = 3600.0,
           force: bool = False, listener: SweepListener | None = None,
           num_slices: int | None = None, allow_any_topology: bool = False,
           xla_flags: Sequence[str] = (), search_window: int | None = None,
-          max_probes: int | None = None, **overrides: Any) -> SweepResult:
+          max_probes: int | None = None, step: str | None = None,
+          **overrides: Any) -> SweepResult:
     """Compiles the remat variants `policies` ("all", a comma-separated list or a list of
     names, per-tensor `names:...` policies among them: hloscope.spec.policies) of a built-in
-    transformer (`model` with config `overrides`, or a whole `config`) for `target` and ranks
+    transformer (`model` with config `overrides`, or a whole `config`) — or of the
+    user's step when `model` is a factory `make_step(remat[, layers])` (or `step` names one as
+    `FILE.py:function`; see `hloscope.spec.step`) — for `target` and ranks
     them; the winner (`result.winner`) is the fastest that fits. `output` is a folder for
     sweep.json and every variant's build folder (refused when not empty, unless `force`);
     `cache` a build cache (one of the two is needed); `grid` sweeps several batch and sequence
@@ -296,31 +355,43 @@ def sweep(model: str = "tiny", policies: str | Sequence[str] = "all", target: st
                             max_batch, executor, jobs, retries, cache, timeout,
                             num_slices=num_slices, allow_any_topology=allow_any_topology,
                             xla_flags=xla_flags, search_window=search_window,
-                            max_probes=max_probes, **overrides)
+                            max_probes=max_probes, step=step, **overrides)
     return run_sweep_folder(request, force, listener)
 
 
-def sweep_request(model: str = "tiny", policies: str | Sequence[str] = "all", target: str = "cpu",
-                  output: str | Path | None = None, config: TransformerConfig | None = None,
+def sweep_request(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "all",
+                  target: str = "cpu", output: str | Path | None = None,
+                  config: TransformerConfig | StepConfig | None = None,
                   grid: Grid | None = None, search_batch: bool = False,
                   max_batch: int = 1 << 16, executor: ExecutorSpec | None = None,
                   jobs: int | None = None, retries: int | None = None,
                   cache: str | Path | None = None, timeout: float = 3600.0,
                   num_slices: int | None = None, allow_any_topology: bool = False,
                   xla_flags: Sequence[str] = (), search_window: int | None = None,
-                  max_probes: int | None = None, **overrides: Any) -> SweepRequest:
+                  max_probes: int | None = None, step: str | None = None,
+                  **overrides: Any) -> SweepRequest:
     """What `sweep` runs, from its arguments (the CLI builds its request here too)."""
     from hloscope.spec.policies import parse_variants
     from hloscope.spec.presets import preset_config
+    from hloscope.spec.step import parse_step_variants
     from hloscope.spec.targets import target_spec
     from hloscope.sweeps.core import SweepRequest
     from hloscope.sweeps.executors import ExecutorSpec
     from hloscope.sweeps.scheduler import DEFAULT_RETRIES
     from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 
-    config = config or preset_config(model, **overrides)
+    if not isinstance(policies, str):
+        policies = ",".join(policies)
+    source = step if step is not None else (None if isinstance(model, str) else model)
+    if source is not None:
+        config = step_config(source, config, **overrides)
+        model, variants = config.factory, parse_step_variants(policies, config.takes_layers)
+    else:
+        assert isinstance(model, str)
+        config = config or preset_config(model, **overrides)
+        variants = parse_variants(policies, config)
     return SweepRequest(
-        model=model, base=config, variants=tuple(parse_variants(policies, config)),
+        model=model, base=config, variants=tuple(variants),
         target=target_spec(target, num_slices, allow_any_topology), jobs=jobs,
         search_batch=search_batch, flags=_compile_flags(xla_flags),
         max_batch=max_batch, cache_root=None if cache is None else Path(cache),
@@ -348,6 +419,37 @@ def policies(model: str = "tiny", target: str | None = None,
     parsed = parse_target(target, num_slices, allow_any_topology)
     plan = plan_mesh(config, parsed.num_slices, parsed.devices_per_slice)
     return named_tensors(model, config, parsed.spec, plan.batch_ways, plan.ici_tensor)
+
+
+def step_config(source: str | StepFactory, carrier: Any = None, **overrides: Any) -> StepConfig:
+    """The StepConfig of a factory (pickled) or a `FILE.py:function` / `module:function`
+    reference (imported here once, to see whether it takes `layers`), with `overrides`
+    (batch, seq_len, compute_dtype, tensor_parallel, dcn_data_parallel, ici_fsdp_parallel)
+    over the values a `carrier` StepConfig (the CLI's options) holds."""
+    from hloscope.spec.step import StepConfig, file_hash, reference_source
+
+    if isinstance(source, str):
+        from hloscope.workloads.step import reference_takes_layers
+
+        reference, path = reference_source(source)
+        fields: dict[str, Any] = {"factory": reference, "source_hash": file_hash(path),
+                                  "takes_layers": reference_takes_layers(reference)}
+    else:
+        from hloscope.workloads.step import step_source
+
+        fields = step_source(source)
+    if carrier is not None and not isinstance(carrier, StepConfig):
+        raise UsageError("a user step takes no model config; give batch, seq_len, "
+                         "compute_dtype or the mesh sizes instead")
+    settable = {f.name for f in dataclasses.fields(StepConfig)} - set(fields) - {
+        "payload", "remat", "remat_block", "remat_layers", "scan_layers"}
+    unknown = sorted(set(overrides) - settable)
+    if unknown:
+        raise UsageError(f"{unknown[0]} is an option of the built-in model; a user step takes "
+                         f"{', '.join(sorted(settable))}")
+    given = {} if carrier is None else {name: getattr(carrier, name) for name in settable}
+    values = {**given, **{k: v for k, v in overrides.items() if v is not None}}
+    return StepConfig(**fields, **values)
 
 
 def _compile_flags(xla_flags: Sequence[str]) -> Any:

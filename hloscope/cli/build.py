@@ -12,21 +12,22 @@ from hloscope.cli.workload_options import (
     cache_options,
     format_option,
     mesh_options,
-    model_options,
+    step_model_options,
     target_option,
 )
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.reports.sweep import build_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import POLICY_HELP
+from hloscope.spec.step import STEP_POLICY_HELP, StepConfig
 from hloscope.workloads.estimate import format_duration
 
 
 @click.command("build")
-@model_options
+@step_model_options
 @mesh_options
 @click.option("--policy", default="none", show_default=True, metavar="POLICY",
-              help=f"Remat variant: {POLICY_HELP}")
+              help=f"Remat variant: {POLICY_HELP}; {STEP_POLICY_HELP}")
 @target_option
 @click.option("-o", "--output", "folder", required=True, metavar="DIR",
               type=click.Path(file_okay=False, path_type=Path),
@@ -37,7 +38,8 @@ from hloscope.workloads.estimate import format_duration
               help="Seconds before the compile is abandoned.")
 @format_option
 @progress_options
-def command(model: str, config: TransformerConfig, policy: str, target: str,
+def command(model: str | None, step: str | None, config: TransformerConfig | StepConfig,
+            policy: str, target: str,
             xla_flags: tuple[str, ...], folder: Path, force: bool, cache_root: Path | None,
             timeout: float, fmt: str, progress: ProgressSettings) -> int:
     """Compile one variant of a built-in transformer train step for TARGET (deviceless for TPU
@@ -49,12 +51,12 @@ def command(model: str, config: TransformerConfig, policy: str, target: str,
     --num-slices for multislice, whose mesh is data parallel across slices (DCN) and FSDP /
     tensor parallel inside each (ICI). Progress goes to stderr (--quiet: none).
     """
-    spec = build_spec(model, policy, target, config, xla_flags=xla_flags)
+    spec = build_spec(model or "", policy, target, config, xla_flags=xla_flags, step=step)
     job = JobProgress(f"compiling {spec.model} / {spec.variant}", quiet=progress.quiet)
     job.line(build_start_line(spec, cache_root))
     with job:
-        summary = build(folder, model, policy, target, config, force, cache_root, timeout,
-                        xla_flags=xla_flags)
+        summary = build(folder, model or "", policy, target, config, force, cache_root, timeout,
+                        xla_flags=xla_flags, step=step)
     source = "from the cache" if summary.cached else "compiled"
     job.line(f"done in {format_duration(job.elapsed)}: {summary.figures.status}, {source}")
     emit(build_report(summary), fmt, None, False)

@@ -26,6 +26,7 @@ from hloscope.formats.sweep import SWEEP_FILE
 from hloscope.reports.sweep import sweep_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import POLICY_HELP
+from hloscope.spec.step import STEP_POLICY_HELP, StepConfig
 from hloscope.sweeps.core import run_sweep_folder, validate
 from hloscope.sweeps.executors import LOCAL_SLOTS, ExecutorSpec
 from hloscope.sweeps.grid import Grid
@@ -38,7 +39,7 @@ from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 @mesh_options
 @click.option("--policies", default="all", show_default=True, metavar="LIST",
               help=f"Comma-separated remat variants, or all (every family once): "
-                   f"{POLICY_HELP}")
+                   f"{POLICY_HELP}; {STEP_POLICY_HELP}")
 @target_option
 @click.option("--search", type=click.Choice(["batch"]), default=None,
               help="Find each variant's largest global batch that fits: double, bisect, then "
@@ -67,7 +68,8 @@ from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
               help="Seconds before one compile is abandoned.")
 @format_option
 @progress_options
-def command(model: str, config: TransformerConfig, grid: Grid, policies: str, target: str,
+def command(model: str | None, step: str | None, config: TransformerConfig | StepConfig,
+            grid: Grid, policies: str, target: str,
             xla_flags: tuple[str, ...], search: str | None, max_batch: int,
             search_window: int, max_probes: int,
             executor: ExecutorSpec, jobs: int | None,
@@ -80,11 +82,13 @@ def command(model: str, config: TransformerConfig, grid: Grid, policies: str, ta
     that fits; every other row says why it lost. Builds are cached by content, so a repeated
     (or interrupted) sweep compiles only what is missing. Exit status 1 when nothing fits.
     Progress goes to stderr: a start line, each compile as it ends, a summary (--quiet: none).
+    With --step FILE.py:make_step the variants are of your own train step (README: your own
+    model).
     """
-    request = sweep_request(model, policies, target, folder, config, grid, search == "batch",
+    request = sweep_request(model or "", policies, target, folder, config, grid, search == "batch",
                             max_batch, executor, jobs, retries, cache_root, timeout,
                             xla_flags=xla_flags, search_window=search_window,
-                            max_probes=max_probes)
+                            max_probes=max_probes, step=step)
     validate(request)  # a bad request is refused before the start line
     listener = SweepProgress(len(request.cases()), quiet=progress.quiet)
     listener.start(sweep_start_line(request))

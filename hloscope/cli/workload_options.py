@@ -16,6 +16,7 @@ from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_n
 from hloscope.spec.config import ATTENTIONS, DTYPES, LOSSES, TransformerConfig
 from hloscope.spec.mesh import MESH_EXAMPLE, mesh_config_values, parse_mesh_text
 from hloscope.spec.presets import preset_config, preset_names
+from hloscope.spec.step import StepConfig
 from hloscope.spec.targets import EXAMPLES, parse_target, target_spec
 from hloscope.sweeps.executor_base import EXECUTORS, ExecutorSpec
 from hloscope.sweeps.grid import Grid, parse_int_list
@@ -45,18 +46,33 @@ def model_options(command: CommandFunction) -> CommandFunction:
     return _model_options(command, grid=False)
 
 
+def step_model_options(command: CommandFunction) -> CommandFunction:
+    """model_options with --step (a user's factory instead of --model); passes `step` too."""
+    return _model_options(command, grid=False, step=True)
+
+
 def grid_model_options(command: CommandFunction) -> CommandFunction:
-    """model_options whose --seq and --batch take comma-separated lists; also passes `grid`."""
-    return _model_options(command, grid=True)
+    """model_options whose --seq and --batch take comma-separated lists; also passes `grid`
+    (and takes --step)."""
+    return _model_options(command, grid=True, step=True)
 
 
-def _model_options(command: CommandFunction, grid: bool) -> CommandFunction:
+def _model_options(command: CommandFunction, grid: bool, step: bool = False) -> CommandFunction:
     @functools.wraps(command)
-    def collected(*args: Any, model: str, param_dtype: str | None, compute_dtype: str | None,
-                  fsdp: bool | None, scan: bool | None, **kwargs: Any) -> Any:
+    def collected(*args: Any, model: str | None, param_dtype: str | None,
+                  compute_dtype: str | None, fsdp: bool | None, scan: bool | None,
+                  **kwargs: Any) -> Any:
         overrides = {field: kwargs.pop(field) for _, field, _ in _OVERRIDES}
         overrides.update({field: kwargs.pop(field) for field in _MEMORY_FIELDS})
         lists = _grid_lists(overrides) if grid else {}
+        if model is not None and kwargs.get("step") is not None:
+            raise click.UsageError("--model and --step: give one of them")
+        if model is None and not step:
+            raise click.UsageError("missing option --model")
+        if model is None:
+            return _step_command(command, args, kwargs, overrides, lists, grid,
+                                 {"--param-dtype": param_dtype, "--fsdp/--no-fsdp": fsdp,
+                                  "--scan/--unrolled": scan}, compute_dtype)
         config = model_config(model, param_dtype=param_dtype, compute_dtype=compute_dtype,
                               fsdp=fsdp, scan_layers=scan, **overrides)
         if grid:
@@ -64,6 +80,13 @@ def _model_options(command: CommandFunction, grid: bool) -> CommandFunction:
                                   lists.get("batch") or (config.batch,))
         return command(*args, model=model, config=config, **kwargs)
 
+    step_options = [] if not step else [
+        click.option("--step", "step", default=None, metavar="FILE.py:FUNCTION",
+                     help="Your own train step instead of a preset: a factory make_step(remat"
+                          "[, layers]) returning (step_fn, args[, jit_kwargs]), as FILE.py:name "
+                          "or module:name (README: your own model). --batch/--seq/--mesh/"
+                          "--tensor/--compute-dtype reach it as remat.batch, remat.seq_len, "
+                          "remat.mesh.")]
     options = [
         *_memory_options(),
         click.option("--scan/--unrolled", "scan", default=None,
@@ -76,8 +99,10 @@ def _model_options(command: CommandFunction, grid: bool) -> CommandFunction:
         click.option("--param-dtype", type=click.Choice(DTYPES), default=None,
                      help="Parameter dtype (default: the preset's)."),
         *[_size_option(option, field, text, grid) for option, field, text in reversed(_OVERRIDES)],
-        click.option("--model", required=True, type=click.Choice(preset_names()),
-                     help="A preset: its published dimensions, overridable below."),
+        *step_options,
+        click.option("--model", default=None, type=click.Choice(preset_names()),
+                     help="A preset: its published dimensions, overridable below"
+                          + (" (or --step)." if step else ".")),
     ]
     for option in options:
         collected = option(collected)
@@ -133,6 +158,32 @@ def _size_option(option: str, field: str, text: str, grid: bool) -> Callable[[An
         return click.option(option, field, default=None, metavar="N[,N...]",
                             help=f"{text} Several values, comma-separated, sweep a grid.")
     return click.option(option, field, type=click.IntRange(min=1), default=None, help=text)
+
+
+_STEP_FIELDS = ("batch", "seq_len", "tensor_parallel")  # options a user's step takes
+
+
+def _step_command(command: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                  overrides: dict[str, Any], lists: dict[str, tuple[int, ...]], grid: bool,
+                  model_only: dict[str, Any], compute_dtype: str | None) -> Any:
+    """`--step` instead of `--model`: a StepConfig carries the options a step takes (the grid
+    point, the mesh, the compute dtype); the built-in model's options are refused."""
+    if kwargs.get("step") is None:
+        raise click.UsageError("give --model (a preset) or --step FILE.py:make_step")
+    options = {field: option for option, field, _ in _OVERRIDES}
+    given = [options.get(field, "--" + field.replace("_", "-"))
+             for field, value in overrides.items()
+             if value is not None and field not in _STEP_FIELDS]
+    given += [option for option, value in model_only.items() if value is not None]
+    if given:
+        raise click.UsageError(f"{given[0]} describes the built-in model; with --step your "
+                               "factory builds the model")
+    values = {field: overrides[field] for field in _STEP_FIELDS if overrides[field] is not None}
+    carrier = StepConfig("", "", compute_dtype=compute_dtype or "bfloat16", **values)
+    if grid:
+        kwargs["grid"] = Grid(lists.get("seq_len") or (carrier.seq_len,),
+                              lists.get("batch") or (carrier.batch,))
+    return command(*args, model=None, config=carrier, **kwargs)
 
 
 def model_config(model: str, **overrides: Any) -> TransformerConfig:

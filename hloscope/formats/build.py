@@ -24,6 +24,7 @@ from hloscope.errors import InputError
 from hloscope.formats.compile_record import DUMP_FOLDER, LOG_FILE, CompileResult
 from hloscope.formats.json_text import read_json, write_json
 from hloscope.spec.config import TransformerConfig
+from hloscope.spec.step import StepConfig, is_step_config
 
 BUILD_MANIFEST_SCHEMA = "hloscope/build-manifest/v1"
 MANIFEST_FILE = "manifest.json"
@@ -57,8 +58,18 @@ class BuildFolder:
         return CompileResult.from_dict({**self.manifest["compile"], "dump_dir": str(self.dump)})
 
     @property
-    def config(self) -> TransformerConfig:
-        return TransformerConfig.from_dict(self.manifest["config"])
+    def config(self) -> TransformerConfig | StepConfig:
+        """The built-in model's config, or a user step's (`--step`)."""
+        data = self.manifest["config"]
+        if is_step_config(data):
+            return StepConfig.from_dict(data)
+        return TransformerConfig.from_dict(data)
+
+    @property
+    def model_config(self) -> TransformerConfig | None:
+        """The built-in model's config (None for a user step: no closed forms apply)."""
+        config = self.config
+        return config if isinstance(config, TransformerConfig) else None
 
     @property
     def target(self) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from hloscope.devices import HOST_MEMORY_SPACE
 from hloscope.errors import HloscopeError
 from hloscope.formats.build import BuildFolder, read_build
+from hloscope.formats.checkpoint_names import CheckpointName, read_names
 from hloscope.loader.hlo_input import load_input
 from hloscope.model.module import HloModule
 
@@ -28,6 +29,7 @@ class LoadedBuild:
     reported_device_bytes: int | None  # `reported_device_total`
     log_text: str  # the compile log ("" when there is none)
     reported_host_bytes: int | None = None  # pinned host memory total (`reported_totals`)
+    checkpoint_names: list[CheckpointName] | None = None  # None: the build recorded none
 
 
 def load_build(build: BuildFolder | Path) -> LoadedBuild:
@@ -37,7 +39,8 @@ def load_build(build: BuildFolder | Path) -> LoadedBuild:
         build = read_build(Path(build))
     module, error = _optimized_module(build)
     device_total, host_total = reported_totals(build)
-    return LoadedBuild(build, module, error, device_total, build.log_text(), host_total)
+    return LoadedBuild(build, module, error, device_total, build.log_text(), host_total,
+                       read_names(build.folder))
 
 
 def _optimized_module(build: BuildFolder) -> tuple[HloModule | None, str | None]:

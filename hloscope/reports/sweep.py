@@ -24,6 +24,15 @@ _VARIANT_COLUMNS = [
     Column("tokens_per_second", "tokens/s", "int"),
     Column("reason", "reason"),
 ]
+_NAME_COLUMNS = [Column("variant", "variant"), Column("name", "name"),
+                 Column("shape", "shape"), Column("bytes", "bytes", "bytes"),
+                 Column("decision", "decision"), Column("at_peak", "at the peak", drop=2),
+                 Column("source", "source", drop=1)]
+NAMES_NOTE = ("checkpoint names: from the traced step (XLA's program has none: checkpoint_name "
+              "compiles to nothing); shape and bytes of one call (one layer's in a layer scan); "
+              "decision from jax's partial evaluation of the checkpoint (or the variant's policy "
+              "for names only in the forward pass); at the peak: the live buffers that may hold "
+              "a kept name, by the line that made it or by a stacked buffer's per-layer shape.")
 _PROBE_COLUMNS = [Column("variant", "variant"), Column("batch", "batch", "int"),
                   Column("status", "status"), Column("fits", "fits")]
 
@@ -32,6 +41,7 @@ def sweep_report(result: SweepResult) -> Report:
     data = result.to_dict()
     tables = [Table("variants", "Variants (figures per device; see the notes)",
                     _VARIANT_COLUMNS, [_shown(row) for row in data["variants"]])]
+    tables += names_tables(data["variants"])
     if result.request.search_batch:
         tables.append(Table("probes", "Batch search: every compile", _PROBE_COLUMNS,
                             [{"variant": row["variant"], **probe} for row in data["variants"]
@@ -55,8 +65,7 @@ def _summary(data: dict[str, Any]) -> list:
     batch = (f"searched (largest that fits, per variant), in steps of {data['batch_step']}"
              if data["search"] else _listed(grid["batch"]))
     return [
-        ("model", f"{data['model']}: {data['parameters']:,} parameters, {config['n_layers']} "
-                  f"layers, d_model {config['d_model']}, seq {_listed(grid['seq_len'])}"),
+        ("model", _model_line(data)),
         ("target", _sweep_target(data)),
         ("capacity per device", Quantity(data["capacity_bytes"], "bytes")
          if data["capacity_bytes"] is not None else not_available(UNKNOWN_MEMORY)),
@@ -70,8 +79,17 @@ def _summary(data: dict[str, Any]) -> list:
     ]
 
 
+def _model_line(data: dict[str, Any]) -> str:
+    config, grid = data["config"], data["grid"]
+    if "step" in config:  # a user's step (--step): what it is, the factory knows
+        return f"your step {config['step']['factory']}, seq {_listed(grid['seq_len'])}"
+    return (f"{data['model']}: {data['parameters']:,} parameters, {config['n_layers']} "
+            f"layers, d_model {config['d_model']}, seq {_listed(grid['seq_len'])}")
+
+
 def _listed(values: list[int]) -> str:
-    return ", ".join(str(value) for value in values)
+    given = [str(value) for value in values if value]  # 0: a user step's own
+    return ", ".join(given) or "the factory's own"
 
 
 def _retried(data: dict[str, Any]) -> str:
@@ -79,6 +97,8 @@ def _retried(data: dict[str, Any]) -> str:
 
 
 def _sharding(config: dict[str, Any]) -> str:
+    if "step" in config:
+        return "the step's own (its arguments' shardings)"
     parts = ["FSDP" if config["fsdp"] else "replicated parameters"]
     if config["tensor_parallel"] > 1:
         parts.append(f"tensor parallel {config['tensor_parallel']}")
@@ -108,8 +128,41 @@ def step_cell(row: dict[str, Any]) -> Any:
     return f">= {text}" if row["estimate_missing"] else text
 
 
+def names_tables(rows: list[dict[str, Any]]) -> list[Table]:
+    """The checkpoint names of each variant (none when no build recorded any)."""
+    shown = [{**name, "variant": row["variant"], "shape": _shape(name),
+              "source": _relative(name["source"]),
+              "decision": name["decision"] or "unknown", "at_peak": _at_peak(name)}
+             for row in rows for name in row.get("checkpoint_names") or []]
+    return [Table("checkpoint_names", "Checkpoint names", _NAME_COLUMNS, shown)] if shown else []
+
+
+def _relative(source: str) -> str:
+    """file:line under the working folder as a relative path (the JSON keeps it whole)."""
+    import os
+
+    here = os.getcwd() + os.sep
+    return source[len(here):] if source.startswith(here) else source
+
+
+def _shape(name: dict[str, Any]) -> str:
+    return f"{name['dtype']}[{','.join(str(d) for d in name['shape'])}]"
+
+
+def _at_peak(name: dict[str, Any]) -> str:
+    found = name.get("at_peak")
+    if found is None:
+        return ""
+    if not found:
+        return "no buffer found"
+    return ", ".join(f"{b['buffer']}" + (f" ({b['layers']} layers)" if b["layers"] else "")
+                     for b in found)
+
+
 def _notes(result: SweepResult, data: dict[str, Any]) -> list[str]:
     notes = list(result.notes)
+    if any(row.get("checkpoint_names") for row in data["variants"]):
+        notes.append(NAMES_NOTE)
     notes.append("memory: the device memory XLA's buffer assignment needs (the default memory "
                  "space of its memory-usage report: what libtpu compares with the usable HBM); "
                  "live peak: hloscope's count of logical buffers live at once, a different "
@@ -163,7 +216,10 @@ def build_report(summary: BuildSummary) -> Report:
         name="build",
         title=f"Build: {manifest['model']} / {manifest['variant']} for {manifest['target']}",
         summary=_build_summary(summary),
-        notes=[f"error: {manifest['error']}"] if manifest["error"] else [],
+        tables=names_tables([{"variant": manifest["variant"],
+                              **summary.figures.to_dict()}]),
+        notes=([f"error: {manifest['error']}"] if manifest["error"] else [])
+        + ([NAMES_NOTE] if summary.figures.checkpoint_names else []),
         data=summary.to_dict(),
     )
 

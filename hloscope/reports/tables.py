@@ -18,6 +18,7 @@ from hloscope.reports.flops import breakdown_table
 from hloscope.reports.inspect import inspect_report
 from hloscope.reports.memory import group_table, live_table, spaces_table, timeline_table
 from hloscope.reports.report import Column, Table
+from hloscope.sweeps.core import SweepResult
 
 
 @register_tables(InspectResult)
@@ -58,6 +59,15 @@ def oom_tables(diagnosis: OomDiagnosis) -> list[Table]:
     from hloscope.reports.oom import oom_report
 
     return oom_report(diagnosis).tables
+
+
+@register_tables(SweepResult)
+def sweep_tables(result: SweepResult) -> list[Table]:
+    """The variants (and the batch search's probes): to_pandas() stays the variants frame; the
+    checkpoint names are in to_dict()'s rows (`checkpoint_names`) and the report."""
+    from hloscope.reports.sweep import sweep_report
+
+    return [t for t in sweep_report(result).tables if t.name != "checkpoint_names"]
 
 
 @register_tables(CompareResult)

@@ -21,11 +21,12 @@ from hloscope.devices import memory_budget
 from hloscope.errors import UsageError
 from hloscope.formats.build import LOG_FILE, read_build
 from hloscope.formats.sweep import builds_folder, write_sweep
-from hloscope.frames import Rendered
+from hloscope.frames import DataFrames
 from hloscope.optional import require, require_compiler
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.policies import Variant
+from hloscope.spec.step import StepConfig
 from hloscope.spec.targets import parse_target
 from hloscope.sweeps.executor_base import ExecutorSpec
 from hloscope.sweeps.executors import open_executor
@@ -52,8 +53,8 @@ __all__ = ["SweepListener", "SweepRequest", "SweepResult", "TaskOutcome", "run_s
 
 @dataclass(frozen=True)
 class SweepRequest:
-    model: str
-    base: TransformerConfig
+    model: str  # a preset, or a user step's factory (`base` a StepConfig)
+    base: TransformerConfig | StepConfig
     variants: tuple[Variant, ...]
     target: str
     jobs: int | None = None  # compiles at once; None: the executor's default
@@ -98,7 +99,10 @@ class SweepRequest:
 
 
 @dataclass
-class SweepResult(Rendered):
+class SweepResult(DataFrames):
+    """What a sweep found; `to_pandas()` is the variants table (and the batch search's probes)
+    as `hloscope sweep` shows it, `to_dict()` its JSON document."""
+
     request: SweepRequest
     outcomes: list[VariantOutcome]
     winner: str | None
@@ -121,7 +125,7 @@ class SweepResult(Rendered):
             "devices": target.num_devices, "capacity_bytes": memory_budget(target.device),
             "num_slices": target.num_slices, "target_description": target.describe(),
             "flags": request.flags.to_dict(),
-            "config": request.base.to_dict(), "parameters": param_count(request.base),
+            "config": _config_record(request.base), "parameters": _parameters(request.base),
             "search": "batch" if request.search_batch else None, **_search_settings(request),
             "winner": self.winner,
             "grid": {"seq_len": list(grid.seq_lens), "batch": list(grid.batches)},
@@ -129,6 +133,15 @@ class SweepResult(Rendered):
             "executor": request.executor.kind, "retries": request.retries,
             "retried": self.retried, "wall_seconds": self.wall_seconds, "notes": self.notes,
         }
+
+
+def _config_record(config: TransformerConfig | StepConfig) -> dict[str, Any]:
+    return config.describe() if isinstance(config, StepConfig) else config.to_dict()
+
+
+def _parameters(config: TransformerConfig | StepConfig) -> int | None:
+    """The built-in model's closed-form count; None for a user step (not known here)."""
+    return None if isinstance(config, StepConfig) else param_count(config)
 
 
 def _search_settings(request: SweepRequest) -> dict[str, int | None]:
@@ -168,13 +181,18 @@ def validate(request: SweepRequest) -> None:
         raise UsageError("--jobs must be at least 1")
     if request.search_batch:
         _validate_search(request)
-    uneven = [b for b in grid.batches if b % request.data_parallel]
+    if isinstance(request.base, StepConfig) and 0 in grid.batches and request.search_batch:
+        raise UsageError("--search batch with --step needs the batch to start from (--batch "
+                         "N); the factory builds the step from remat.batch")
+    uneven = [b for b in grid.batches if b and b % request.data_parallel]
     if not request.search_batch and uneven:
         raise UsageError(f"batch {uneven[0]} does not split over the "
                          f"{request.data_parallel}-way data axis of {target.spec}")
     for case in request.cases():  # e.g. a sequence length the positions cannot take
         request.spec(case, case.point.batch).mesh()  # a mesh the target's devices cannot form
         config = case.config(request.base, case.point.batch)
+        if isinstance(config, StepConfig):
+            continue  # the factory builds its own model: nothing more to check here
         # Splash off TPU; micro-batches that do not divide (a search picks its own batches).
         config.check_placement(target.backend,
                                0 if request.search_batch else request.data_parallel)
@@ -287,7 +305,7 @@ def _export(request: SweepRequest, case: Case, outcomes: list[TaskOutcome],
 
 
 def _notes(request: SweepRequest, outcomes: list[VariantOutcome]) -> list[str]:
-    notes = [f"{param_count(request.base):,} parameters"]
+    notes = _model_notes(request)
     lower_bound = [o.variant for o in outcomes if o.figures.hlo and o.figures.hlo.unknown_loops]
     if lower_bound:
         notes.append("FLOPs are lower bounds (loops with unknown trip counts counted once) for: "
@@ -298,6 +316,17 @@ def _notes(request: SweepRequest, outcomes: list[VariantOutcome]) -> list[str]:
     notes += [f"{o.variant}: failed after {o.attempts} attempts; log: {o.folder}/{LOG_FILE}"
               for o in outcomes if o.figures.status == "crash"]
     return notes + [note for o in outcomes for note in _search_notes(request, o)]
+
+
+def _model_notes(request: SweepRequest) -> list[str]:
+    base = request.base
+    if not isinstance(base, StepConfig):
+        return [f"{param_count(base):,} parameters"]
+    notes = [f"your step: {base.factory}, compiled in child processes for each variant"]
+    if not base.tokens_known:
+        notes.append("tokens per step unknown (no --batch and --seq): rates are steps per "
+                     "second, not tokens per second")
+    return notes
 
 
 def closed_form_notes(outcomes: list[VariantOutcome]) -> list[str]:

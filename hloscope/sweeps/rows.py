@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.analyses.roofline import StepEstimate
-from hloscope.analyses.summary.variant import VariantFigures
+from hloscope.analyses.summary.variant import VariantFigures, names_dicts
 from hloscope.formats.build import LOG_FILE
 from hloscope.sweeps.grid import Case
 from hloscope.sweeps.ranking import Verdict
@@ -61,6 +61,7 @@ def variant_row(outcome: VariantOutcome, verdict: Verdict) -> dict[str, Any]:
         "non_monotonic": [list(pair) for pair in outcome.non_monotonic],
         "search_end": outcome.search_end,
         "probes": [dataclasses.asdict(probe) for probe in outcome.probes],
+        "checkpoint_names": names_dicts(figures.checkpoint_names),
     }
 
 

@@ -34,6 +34,7 @@ from hloscope.formats.compile_record import CompileResult
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.mesh import MeshPlan, plan_mesh
+from hloscope.spec.step import StepConfig
 from hloscope.spec.targets import parse_target
 from hloscope.version import __version__
 from hloscope.workloads.compiler import package_versions
@@ -46,18 +47,25 @@ _WORKLOAD_SOURCES = ("spec/config.py", "workloads/transformer.py", "workloads/la
                      "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
                      "workloads/compile_job.py", "spec/targets.py",
                      "workloads/topology.py", "spec/mesh.py", "spec/slices.py",
-                     "spec/flags.py")  # under hloscope/
+                     "spec/flags.py", "workloads/checkpoint_names.py")  # under hloscope/
+_STEP_SOURCES = ("spec/step.py", "workloads/step.py", "workloads/capture.py",
+                 "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
+                 "workloads/compile_job.py", "spec/targets.py", "workloads/topology.py",
+                 "spec/mesh.py", "spec/slices.py", "spec/flags.py",
+                 "workloads/checkpoint_names.py")
+STEP_BUILDER = "hloscope.workloads.step:build_step"  # a user's factory (spec/step.py)
 _MODULE_FILE = re.compile(r"^module_(\d+)\.(?P<name>[^.]+)\..*after_optimizations\.txt$")
 
 
 @dataclass(frozen=True)
 class BuildSpec:
-    """What to compile: a model (preset name) variant, fully configured, for a target."""
+    """What to compile: a model (preset name) variant, fully configured, for a target; or a
+    user's step (`config` a StepConfig, `model` its factory)."""
 
     model: str
     variant: str
     target: str
-    config: TransformerConfig
+    config: TransformerConfig | StepConfig
     compiler_options: dict[str, Any] = field(default_factory=dict)
     flags: CompileFlags = field(default_factory=CompileFlags)  # user and environment flags
 
@@ -70,25 +78,39 @@ class BuildSpec:
         target = parse_target(self.target)
         return plan_mesh(self.config, target.num_slices, target.devices_per_slice)
 
+    @property
+    def is_step(self) -> bool:
+        return isinstance(self.config, StepConfig)
+
+    @property
+    def builder(self) -> str:
+        return STEP_BUILDER if self.is_step else TRANSFORMER_BUILDER
+
+    def config_record(self) -> dict[str, Any]:
+        """The config as manifests and keys record it (a step's without its pickled bytes)."""
+        config = self.config
+        return config.describe() if isinstance(config, StepConfig) else config.to_dict()
+
     def key_material(self) -> dict[str, Any]:
         """Everything the compiled program depends on (the cache key is its hash)."""
-        return {"builder": TRANSFORMER_BUILDER, "config": self.config.to_dict(),
+        sources = _STEP_SOURCES if self.is_step else _WORKLOAD_SOURCES
+        return {"builder": self.builder, "config": self.config_record(),
                 "target": parse_target(self.target).spec,
                 "compiler_options": self.compiler_options,
                 "flags": self.flags.to_dict(),
                 "versions": {**package_versions(self.backend), "hloscope": __version__,
-                             "workload_source": workload_source_hash()}}
+                             "workload_source": workload_source_hash(sources)}}
 
     def cache_key(self) -> str:
         material = json.dumps(self.key_material(), sort_keys=True, default=str)
         return hashlib.sha256(material.encode()).hexdigest()[:24]
 
 
-def workload_source_hash() -> str:
+def workload_source_hash(sources: tuple[str, ...] = _WORKLOAD_SOURCES) -> str:
     """A hash of the modules that define the compiled program (a checkout's edits count)."""
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent.parent
-    for name in _WORKLOAD_SOURCES:
+    for name in sources:
         digest.update((package / name).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -108,7 +130,7 @@ def prepare_folder(folder: Path, force: bool) -> None:
 def run_build(spec: BuildSpec, folder: Path, timeout: float = 3600.0) -> BuildFolder:
     """Compiles `spec` in a child process and writes the build folder (which must be empty)."""
     folder.mkdir(parents=True, exist_ok=True)
-    request = CompileRequest(spec.target, str(folder / DUMP_FOLDER),
+    request = CompileRequest(spec.target, str(folder / DUMP_FOLDER), builder=spec.builder,
                              builder_kwargs=spec.config.to_dict(),
                              compiler_options=spec.compiler_options,
                              flags=spec.flags.to_dict())
@@ -117,7 +139,8 @@ def run_build(spec: BuildSpec, folder: Path, timeout: float = 3600.0) -> BuildFo
 
 
 def write_build(spec: BuildSpec, result: CompileResult, folder: Path) -> BuildFolder:
-    hlo = main_module_hlo(folder / DUMP_FOLDER)
+    name = (result.module_name or MODULE_NAME) if spec.is_step else MODULE_NAME
+    hlo = main_module_hlo(folder / DUMP_FOLDER, name)
     if hlo is not None:
         shutil.copy2(hlo, folder / HLO_FILE)
     compiled = result.to_dict()
@@ -140,8 +163,8 @@ def _manifest(spec: BuildSpec, result: CompileResult, hlo: Path | None) -> dict[
         "devices": target.num_devices,
         "mesh": _mesh_record(spec),
         "flags": spec.flags.to_dict(),
-        "config": spec.config.to_dict(),
-        "parameters": param_count(spec.config),
+        "config": spec.config_record(),
+        "parameters": None if isinstance(spec.config, StepConfig) else param_count(spec.config),
         "cache_key": spec.cache_key(),
         "key_material": spec.key_material(),
         "status": result.status,

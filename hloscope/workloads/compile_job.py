@@ -40,6 +40,7 @@ def load_builder(reference: str) -> Callable[..., Any]:
 def run(request: dict[str, Any]) -> CompileResult:
     target = parse_target(request["target"])
     _set_environment(target)
+    from hloscope.workloads.checkpoint_names import variant_of
     from hloscope.workloads.compiler import compile_function
     from hloscope.workloads.topology import make_mesh
 
@@ -55,7 +56,8 @@ def run(request: dict[str, Any]) -> CompileResult:
     return compile_function(spec.fn, spec.args, target=target.spec, backend=target.backend,
                             dump_dir=request["dump_dir"], donate_argnums=spec.donate_argnums,
                             compiler_options=request.get("compiler_options"),
-                            jit_kwargs=getattr(spec, "jit_kwargs", None))
+                            jit_kwargs=getattr(spec, "jit_kwargs", None),
+                            variant=variant_of(request.get("builder_kwargs", {})))
 
 
 def _error(target: Target, request: dict[str, Any]) -> CompileResult:

@@ -14,9 +14,13 @@ import platform
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hloscope.formats.checkpoint_names import NAMES_FILE
 from hloscope.formats.compile_record import CompileResult, CostFigures, MemoryFigures
+
+if TYPE_CHECKING:
+    from hloscope.workloads.checkpoint_names import Variant
 
 MAX_ERROR_CHARS = 4000
 _PACKAGES = {
@@ -40,9 +44,12 @@ def package_versions(backend: str) -> dict[str, str]:
 def compile_function(fn: Callable[..., Any], args: Sequence[Any], *, target: str, backend: str,
                      dump_dir: str | Path, donate_argnums: tuple[int, ...] = (),
                      compiler_options: dict[str, Any] | None = None,
-                     jit_kwargs: dict[str, Any] | None = None) -> CompileResult:
+                     jit_kwargs: dict[str, Any] | None = None,
+                     variant: Variant | None = None) -> CompileResult:
     """Compiles `fn(*args)` for the mesh its arguments' shardings name; dumps into `dump_dir`.
-    `jit_kwargs` are further `jax.jit` options (static_argnums, out_shardings, ...)."""
+    `jit_kwargs` are further `jax.jit` options (static_argnums, out_shardings, ...). With
+    `variant` (the remat variant's checkpoint), the traced step's checkpoint names go to
+    NAMES_FILE beside the dump (`checkpoint_names`: from the trace the lowering uses)."""
     import jax
 
     dump = Path(dump_dir)
@@ -53,7 +60,10 @@ def compile_function(fn: Callable[..., Any], args: Sequence[Any], *, target: str
                   versions=package_versions(backend))
     started = time.perf_counter()
     try:
-        lowered = jax.jit(fn, donate_argnums=donate_argnums, **(jit_kwargs or {})).lower(*args)
+        traced = jax.jit(fn, donate_argnums=donate_argnums, **(jit_kwargs or {})).trace(*args)
+        if variant is not None:
+            _write_names(traced, variant, dump.parent / NAMES_FILE)
+        lowered = traced.lower()
     except Exception as error:  # a bug in the program or its shapes: report, do not crash
         return CompileResult(status="error", error=_error_text(error, typed=True), **common)
     lowered_at = time.perf_counter()
@@ -70,6 +80,17 @@ def compile_function(fn: Callable[..., Any], args: Sequence[Any], *, target: str
                          cost=cost_figures(compiled.cost_analysis()),
                          lower_seconds=lowered_at - started, compile_seconds=compile_seconds,
                          device_assignment=device_assignment(compiled, args), **common)
+
+
+def _write_names(traced: Any, variant: Variant, path: Path) -> None:
+    """The checkpoint names of the traced step; a failure to list them fails no compile (the
+    file is then absent, and the reports say the names are not known)."""
+    from hloscope.workloads.checkpoint_names import named_values, write_names
+
+    try:
+        write_names(path, named_values(traced.jaxpr, variant), variant)
+    except Exception:  # names are an explanation, never a reason to lose the compile
+        path.unlink(missing_ok=True)
 
 
 def device_assignment(compiled: Any, args: Sequence[Any]) -> list[dict[str, Any]] | None:

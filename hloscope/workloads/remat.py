@@ -184,8 +184,17 @@ def run_scanned(x: jax.Array, layers: Tree, config: TransformerConfig,
 
 def _scan_group(x: jax.Array, stack: Tree, group: LayerGroup, config: TransformerConfig,
                 block_fn: BlockFn) -> jax.Array:
-    fn = checkpointed(block_fn, config) if group.rematted else block_fn
-    if group.rematted and config.remat_block:
+    if not group.rematted:
+        return _scan(block_fn, x, stack)
+    return scan_rematted(x, stack, config, block_fn)
+
+
+def scan_rematted(x: jax.Array, stack: Tree, config: Any, block_fn: BlockFn) -> jax.Array:
+    """The layer scan of `block_fn` under `config.remat` (nested when `config.remat_block`):
+    what the built-in model's checkpointed groups run, and a user step's `layers.scan`
+    (`config` is anything with `remat` and `remat_block`: a TransformerConfig or a StepConfig)."""
+    fn = checkpointed(block_fn, config) if config.remat != "none" else block_fn
+    if config.remat_block:
         return _nested_scan(x, stack, config, fn)
     return _scan(fn, x, stack)
 

@@ -43,3 +43,26 @@ def _with_row(remedy: Remedy, row: SweepRow, base_flops: int | None) -> Remedy:
     extra = None if flops is None or base_flops is None else int(flops) - base_flops
     return dataclasses.replace(remedy, compiled_bytes=row.required_bytes,
                                compiled_fits=row.fits, compiled_extra_flops=extra)
+
+
+COMPILED_ONLY_NOTE = ("remedies come from compiling the candidates (your step's remat variants): "
+                      "the closed-form predictions are the built-in model's, so none is made; "
+                      "a remedy's bytes and extra FLOPs are its compiled program's")
+
+
+def compiled_remedies(rows: list[SweepRow], base_flops: int | None) -> list[Remedy]:
+    """A user step's remedies (`hloscope oom --step`): one per compiled variant, its figures
+    the compiled program's (predicted = compiled: there is no closed form of the user's
+    model). Variants that compiled nothing are left out."""
+    remedies = []
+    for row in rows:
+        if row.required_bytes is None:
+            continue
+        flops = row.total_flops
+        extra = 0 if flops is None or base_flops is None else int(flops) - base_flops
+        fraction = None if not base_flops or flops is None else extra / base_flops
+        remedies.append(Remedy(f"remat:{row.variant}", f"remat policy {row.variant}",
+                               row.required_bytes, extra, fraction, "compiled",
+                               compiled_bytes=row.required_bytes, compiled_fits=row.fits,
+                               compiled_extra_flops=None if flops is None else extra))
+    return remedies

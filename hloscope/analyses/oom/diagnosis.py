@@ -121,9 +121,11 @@ class OomDiagnosis(DataFrames):
 
 def diagnose(inputs: OomInputs, capacity: Capacity | None,
              sweep_rows: list[SweepRow] | None = None, top: int = 10,
-             offloaded_sweep: bool = False) -> OomDiagnosis:
+             offloaded_sweep: bool = False, compiled_only: bool = False) -> OomDiagnosis:
     """`offloaded_sweep`: the sweep of `sweep_rows` was compiled with `optimizer_offload`, so
-    its row of this build's own variant is the compiled `optimizer-offload` remedy."""
+    its row of this build's own variant is the compiled `optimizer-offload` remedy.
+    `compiled_only`: a user's step without a model config (`oom --step`): its remedies are the
+    compiled `sweep_rows` alone."""
     module = inputs.module
     backend = inputs.program.backend
     xla = xla_figures(inputs.program, backend)
@@ -141,7 +143,13 @@ def diagnose(inputs: OomInputs, capacity: Capacity | None,
         num_slices=inputs.num_slices)
     if inputs.config is not None:
         _model_view(diagnosis, inputs, groups, sweep_rows, offloaded_sweep)
-    diagnosis.notes = _notes(diagnosis, inputs)
+    elif compiled_only and sweep_rows is not None:
+        from hloscope.analyses.oom.compiled import COMPILED_ONLY_NOTE, compiled_remedies
+
+        found = compiled_remedies(sweep_rows, flops(module).total.flops)
+        diagnosis.remedies = rank_remedies(found, None if capacity is None else capacity.bytes)
+        diagnosis.notes.append(COMPILED_ONLY_NOTE)
+    diagnosis.notes = _notes(diagnosis, inputs, compiled_only)
     return diagnosis
 
 
@@ -276,7 +284,8 @@ def _host_checked(remedy: Remedy, device: str | None) -> Remedy:
     return dataclasses.replace(remedy, host_fits=check.fits, host_reason=check.reason)
 
 
-def _notes(diagnosis: OomDiagnosis, inputs: OomInputs) -> list[str]:
+def _notes(diagnosis: OomDiagnosis, inputs: OomInputs,
+           compiled_only: bool = False) -> list[str]:
     notes = list(diagnosis.notes)
     notes.append(f"figures are per device: the program is one of {diagnosis.devices} SPMD "
                  "partitions" if diagnosis.devices > 1 else "figures are per device")
@@ -287,6 +296,6 @@ def _notes(diagnosis: OomDiagnosis, inputs: OomInputs) -> list[str]:
         notes.append("no capacity known: pass --device NAME or --capacity SIZE for a verdict")
     elif diagnosis.capacity.note:
         notes.append(f"capacity: {diagnosis.capacity.note}")
-    if inputs.config is None:
+    if inputs.config is None and not compiled_only:
         notes.append("remedies need the model config: pass a `hloscope build` folder")
     return notes

@@ -40,7 +40,7 @@ def oom_inputs(program: Program) -> OomInputs:
     build = program.given_build
     if build is not None:
         target = parse_target(build.target)
-        return OomInputs(program, program.compile_log, build.config, target.spec,
+        return OomInputs(program, program.compile_log, build.model_config, target.spec,
                          target.device.name, target.num_devices, build.variant,
                          target.num_slices)
     capture = program.capture

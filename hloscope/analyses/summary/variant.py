@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hloscope.analyses.cost.collectives import CollectivesResult
+from hloscope.analyses.memory.checkpoint_names import KEPT, NameRow, name_rows
 from hloscope.analyses.roofline import StepEstimate, estimate_step
 from hloscope.devices import Device, memory_budget
 from hloscope.errors import HloscopeError
@@ -144,6 +145,8 @@ class VariantFigures:
     gpu_remat_warning: bool = False
     analysis_error: str | None = None  # hloscope could not analyse the optimized HLO
     host_fit: HostFit | None = None  # programs that pin host memory: does the host hold it?
+    # the step's checkpoint names and the variant's decision on each (None: not recorded)
+    checkpoint_names: tuple[NameRow, ...] | None = None
 
     @property
     def predicted_fits(self) -> bool | None:
@@ -181,6 +184,7 @@ class VariantFigures:
         data = asdict(self)
         data["step"] = None if self.step is None else self.step.to_dict()
         data["host_fit"] = None if self.host_fit is None else self.host_fit.to_dict()
+        data["checkpoint_names"] = names_dicts(self.checkpoint_names)
         data["step_seconds"] = self.step_seconds
         data["serial_step_seconds"] = self.serial_step_seconds
         data["predicted_fits"] = self.predicted_fits
@@ -263,7 +267,28 @@ def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
         xla_flops=None if result.cost is None else result.cost.flops, hlo=hlo, step=step,
         fingerprint=build.manifest.get("fingerprint"), error=result.error,
         gpu_remat_warning=GPU_REMAT_WARNING in loaded.log_text, analysis_error=analysis_error,
-        host_fit=host)
+        host_fit=host, checkpoint_names=checkpoint_names(loaded))
+
+
+def checkpoint_names(loaded: LoadedBuild) -> tuple[NameRow, ...] | None:
+    """The recorded names, the kept ones beside the live buffers at the peak that may hold them
+    (memory's live set: computed only when a name is kept)."""
+    names = loaded.checkpoint_names
+    if names is None:
+        return None
+    live = None
+    if loaded.module is not None and any(n.decision in KEPT for n in names):
+        from hloscope.analyses.memory.analysis import memory
+
+        try:
+            live = memory(loaded.module).live_at_peak
+        except HloscopeError:  # not scheduled, or not analysable: the names stay unmatched
+            live = None
+    return name_rows(names, live)
+
+
+def names_dicts(rows: tuple[NameRow, ...] | None) -> list[dict[str, Any]] | None:
+    return None if rows is None else [row.to_dict() for row in rows]
 
 
 def _estimate(hlo: HloFigures, device: Device, compute_dtype: str,
