@@ -50,7 +50,8 @@ def _without_jax(tmp_path: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("args", [
     ["build", "--model", "tiny", "--target", "cpu", "--no-cache", "-o", "{tmp}/b"],
-    ["sweep", "--model", "tiny", "--target", "cpu", "--policies", "none,full", "-o", "{tmp}/s"],
+    ["sweep", "--model", "tiny", "--target", "cpu", "--policies", "none,full", "--no-cache",
+     "-o", "{tmp}/s"],
     ["profile", "--model", "tiny", "-o", "{tmp}/p"],
 ], ids=["build", "sweep", "profile"])
 def test_a_child_without_jax_gives_the_same_error(tmp_path: Path, args: list[str]) -> None:
