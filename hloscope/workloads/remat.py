@@ -137,8 +137,11 @@ def _offload(names: list[str]) -> Callable[..., Any]:
         offload_src="device", offload_dst="pinned_host")
 
 
-def checkpointed(fn: BlockFn, config: TransformerConfig) -> BlockFn:
-    policy = checkpoint_policy(config.remat, config)
+def checkpointed(fn: BlockFn, config: Any) -> BlockFn:
+    """`fn` under the remat policy `config.remat` (a built-in TransformerConfig, or a user
+    step's StepConfig, whose block names are its own: `qkv` stays `qkv`)."""
+    block = config if isinstance(config, TransformerConfig) else None
+    policy = checkpoint_policy(config.remat, block)
     fn = _named_inputs(fn, config.remat)
     return jax.checkpoint(fn) if policy is None else jax.checkpoint(fn, policy=policy)
 
