@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from hloscope.spec.step import StepConfig
     from hloscope.sweeps.core import SweepListener, SweepRequest, SweepResult
     from hloscope.sweeps.executors import ExecutorSpec
+    from hloscope.sweeps.frontier import FrontierResult
     from hloscope.sweeps.grid import Grid
     from hloscope.workloads.build import BuildSpec
 
@@ -336,8 +337,8 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
           force: bool = False, listener: SweepListener | None = None,
           num_slices: int | None = None, allow_any_topology: bool = False,
           xla_flags: Sequence[str] = (), search_window: int | None = None,
-          max_probes: int | None = None, step: str | None = None,
-          **overrides: Any) -> SweepResult:
+          max_probes: int | None = None, step: str | None = None, search: str | None = None,
+          capacity: int | None = None, **overrides: Any) -> SweepResult | FrontierResult:
     """Compiles the remat variants `policies` ("all", a comma-separated list or a list of
     names, per-tensor `names:...` policies among them: hloscope.spec.policies) of a built-in
     transformer (`model` with config `overrides`, or a whole `config`) — or of the
@@ -348,8 +349,28 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
     `cache` a build cache (one of the two is needed); `grid` sweeps several batch and sequence
     lengths, `search_batch` finds each variant's largest batch that fits (`search_window` steps
     above it compiled and failing, at most `max_probes` compiles; `hloscope.sweeps.search`).
-    `num_slices`, `allow_any_topology` and `xla_flags` as in `build`."""
+    `num_slices`, `allow_any_topology` and `xla_flags` as in `build`. `search="frontier"`
+    ignores `policies`: per batch of `grid` it finds the fastest per-tensor `names:` policy
+    that fits `capacity` bytes (default: the device's), predicted from compiled `full`
+    baselines and confirmed by few compiles (`hloscope.sweeps.frontier`); it returns a
+    FrontierResult. `search="batch"` is `search_batch=True`."""
     from hloscope.sweeps.core import run_sweep_folder
+
+    if search not in (None, "batch", "frontier"):
+        raise UsageError(f"search must be 'batch' or 'frontier', not {search!r}")
+    if search == "frontier":
+        from hloscope.sweeps.frontier_run import run_frontier
+
+        if step is not None or not isinstance(model, str):
+            raise UsageError("search='frontier' predicts the built-in model's per-tensor "
+                             "policies; it does not take a user's step")
+
+        request = sweep_request(model, "full", target, output, config, grid, False, max_batch,
+                                executor, jobs, retries, cache, timeout, num_slices=num_slices,
+                                allow_any_topology=allow_any_topology, xla_flags=xla_flags,
+                                **overrides)
+        return run_frontier(request, capacity, force)
+    search_batch = search_batch or search == "batch"
 
     request = sweep_request(model, policies, target, output, config, grid, search_batch,
                             max_batch, executor, jobs, retries, cache, timeout,

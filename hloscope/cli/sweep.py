@@ -41,9 +41,16 @@ from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
               help=f"Comma-separated remat variants, or all (every family once): "
                    f"{POLICY_HELP}; {STEP_POLICY_HELP}")
 @target_option
-@click.option("--search", type=click.Choice(["batch"]), default=None,
-              help="Find each variant's largest global batch that fits: double, bisect, then "
-                   "compile the steps just above the boundary (fit is not monotonic in batch).")
+@click.option("--search", type=click.Choice(["batch", "frontier"]), default=None,
+              help="batch: find each variant's largest global batch that fits: double, bisect, "
+                   "then compile the steps just above the boundary (fit is not monotonic in "
+                   "batch). frontier: per --batch, the fastest per-tensor names: policy that "
+                   "fits, predicted from compiled `full` baselines and confirmed by compiling "
+                   "the predicted winners and the candidates next to the capacity (--policies "
+                   "is not used; writes frontier.json).")
+@click.option("--capacity", metavar="SIZE", default=None,
+              help="--search frontier: device memory per device (e.g. 16GiB; default: the "
+                   "target device's).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=1 << 16, show_default=True,
               help="Upper limit of --search batch.")
 @click.option("--search-window", type=click.IntRange(min=1), default=DEFAULT_WINDOW,
@@ -71,7 +78,7 @@ from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 def command(model: str | None, step: str | None, config: TransformerConfig | StepConfig,
             grid: Grid, policies: str, target: str,
             xla_flags: tuple[str, ...], search: str | None, max_batch: int,
-            search_window: int, max_probes: int,
+            search_window: int, max_probes: int, capacity: str | None,
             executor: ExecutorSpec, jobs: int | None,
             retries: int, folder: Path | None, force: bool, cache_root: Path | None,
             timeout: float, fmt: str, progress: ProgressSettings) -> int:
@@ -85,6 +92,12 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
     With --step FILE.py:make_step the variants are of your own train step (README: your own
     model).
     """
+    if search == "frontier":
+        if step is not None:
+            raise click.UsageError("--search frontier predicts the built-in model's per-tensor "
+                                   "policies; it does not take --step")
+        return _frontier(model or "", config, grid, target, xla_flags, executor, jobs, retries,
+                         folder, force, cache_root, timeout, capacity, fmt)
     request = sweep_request(model or "", policies, target, folder, config, grid, search == "batch",
                             max_batch, executor, jobs, retries, cache_root, timeout,
                             xla_flags=xla_flags, search_window=search_window,
@@ -99,3 +112,19 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
     listener.summary(result.wall_seconds)
     emit(sweep_report(result), fmt, None, False)
     return EXIT_OK if result.winner is not None else EXIT_CHECK_FAILED
+
+
+def _frontier(model: str, config: TransformerConfig, grid: Grid, target: str,
+              xla_flags: tuple[str, ...], executor: ExecutorSpec, jobs: int | None,
+              retries: int, folder: Path | None, force: bool, cache_root: Path | None,
+              timeout: float, capacity: str | None, fmt: str) -> int:
+    from hloscope.reports.frontier import frontier_report
+    from hloscope.sweeps.frontier_run import run_frontier
+    from hloscope.units import parse_bytes
+
+    request = sweep_request(model, "full", target, folder, config, grid, False,
+                            executor=executor, jobs=jobs, retries=retries, cache=cache_root,
+                            timeout=timeout, xla_flags=xla_flags)
+    result = run_frontier(request, None if capacity is None else parse_bytes(capacity), force)
+    emit(frontier_report(result), fmt, None, False)
+    return EXIT_OK if any(result.winners.values()) else EXIT_CHECK_FAILED

@@ -1,0 +1,67 @@
+"""A compiled baseline: the figures of one `hloscope build` the predictor scales (no jax).
+
+A baseline is a compiled `full` remat program (every named tensor recomputed) at one batch: its
+allocation per memory space (XLA's memory-usage report of the main module: the default space is
+what libtpu compares with the usable HBM; `memory_analysis()` otherwise), the part of it that
+does not scale with the batch (the model state live at the peak: weights, optimizer state,
+gradients, outputs and constants, from the live set `analyses/memory` finds at the peak, the
+categories `analyses/oom/categories.py` names), and what the roofline step estimate reads
+(hloscope's FLOPs and HBM bytes of the optimized HLO, collective and host-link bytes). It is
+stored as a small JSON record (`to_dict`), so a predictor fixture needs no HLO; the sweeps
+layer reads it from a build folder (`sweeps.frontier_run.baseline_from_build`).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from hloscope.spec.config import TransformerConfig
+from hloscope.spec.mesh import plan_mesh
+from hloscope.spec.targets import parse_target
+from hloscope.spec.tensors import tokens_per_device
+
+
+@dataclass(frozen=True)
+class Baseline:
+    model: str
+    target: str
+    variant: str
+    config: dict[str, Any]  # TransformerConfig.to_dict()
+    allocation_bytes: int  # default memory space, per device
+    host_bytes: int  # pinned host memory space, per device (0 when none)
+    fixed_bytes: int  # model state live at the peak: does not scale with the batch
+    flops: int  # hloscope's FLOPs of the step, per device
+    hbm_bytes: int  # hloscope's bytes accessed, per device
+    collective_bytes: int
+    source: str  # where allocation_bytes comes from
+
+    @property
+    def transformer(self) -> TransformerConfig:
+        return TransformerConfig.from_dict(self.config)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Baseline:
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class MeshWays:
+    batch: int
+    tensor: int
+
+
+def mesh_ways(config: TransformerConfig, target: str) -> MeshWays:
+    """The batch and tensor shards of `config` on `target`'s mesh (`spec.mesh`)."""
+    parsed = parse_target(target)
+    plan = plan_mesh(config, parsed.num_slices, parsed.devices_per_slice)
+    return MeshWays(plan.batch_ways, plan.ici_tensor)
+
+
+def baseline_tokens(baseline: Baseline) -> int:
+    """Tokens of one micro-batch on one device."""
+    config = baseline.transformer
+    return tokens_per_device(config, mesh_ways(config, baseline.target).batch)
+

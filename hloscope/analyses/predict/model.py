@@ -1,0 +1,242 @@
+"""Predict a per-tensor policy's device allocation, host bytes, FLOPs and step time.
+
+From a compiled `full` baseline B at one batch (per-device micro-batch tokens t0, allocation
+A_B, of which F does not scale with the batch: `baseline.py`) and the config, for a
+`names:` policy P at a batch with k micro-batches (tokens t per device and micro-batch):
+
+    A(P) = F + (A_B - F)·t/t0                      the full program at t: the layers' inputs
+                                                   (the scan's carries) and temporaries scale
+         + L·Σ_device n(t) - Σ_device n(t)         each kept name: L layers hold it, and the
+                                                   backward working set of B, which recomputes
+                                                   one layer's residuals, no longer holds it
+         + 1.5·L·Σ_offload n(t)                    offloaded names (OFFLOAD_DEVICE_COPIES)
+         + 4 B × parameters per device             an fp32 gradient accumulator when k > 1 and
+                                                   the baseline had none (`oom/remedies.py`)
+
+with n(t) the bytes of one layer's name on one device (`spec/tensors.py`'s closed form). With a
+second `full` baseline at another batch, F and the slope are fitted from the two allocations
+instead (a straight line through them). Host bytes are L·Σ_offload n(t) (pinned host memory).
+FLOPs: the baseline's per token times the step's tokens, less L × the recompute the kept names
+save (`flops.py`, per token). The step time is the roofline's (`analyses/roofline.py`) from the
+predicted FLOPs, the baseline's HBM bytes scaled with the tokens, its collectives, and the
+offloaded bytes over the host link both ways.
+
+Every figure is the sum of its `Term`s, each with its count and unit, so a prediction explains
+itself ("+2 layers × 8 MiB mlp_hidden kept").
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hloscope.analyses.oom.analytic import parameters_per_device
+from hloscope.analyses.oom.remedies import ACCUMULATOR_BYTES
+from hloscope.analyses.predict.baseline import Baseline, baseline_tokens, mesh_ways
+from hloscope.analyses.predict.flops import recompute_flops_per_token
+from hloscope.analyses.roofline import estimate_step
+from hloscope.devices import get_device
+from hloscope.errors import UsageError
+from hloscope.spec.config import TransformerConfig, param_count
+from hloscope.spec.targets import parse_target
+from hloscope.spec.tensors import (
+    NAMED_PREFIX,
+    block_names,
+    block_tensors,
+    decode_named,
+    tensor_bytes,
+    tokens_per_device,
+)
+from hloscope.units import format_bytes
+
+OFFLOAD_DEVICE_COPIES = 1.5
+"""Device bytes per layer of an offloaded name, in units of the name's bytes: measured on
+tiny / tpu:v5e:2x2 (libtpu 0.0.42.1, fixtures/predict): `names:*=offload` allocates 2.96 x the
+names' bytes of one layer more than `full` with 2 layers, `mlp_hidden=offload` 3.63 x (the
+memory-usage report's default space): offloading saves no
+device memory there. 1.5 per layer is within 7% of both; with more layers the split between
+per-layer and constant is not measured:
+the frontier search compiles to confirm."""
+
+
+@dataclass(frozen=True)
+class Term:
+    """One addend: `count` × `unit` bytes (or FLOPs) of `what`."""
+
+    what: str
+    count: float
+    unit: float
+
+    @property
+    def value(self) -> int:
+        return round(self.count * self.unit)
+
+    def explain(self, bytes_: bool = True) -> str:
+        unit = format_bytes(round(abs(self.unit))) if bytes_ else f"{abs(self.unit):.3g}"
+        sign = "-" if self.count * self.unit < 0 else "+"
+        return f"{sign}{abs(self.count):g} × {unit} {self.what}"
+
+    def to_dict(self) -> dict:
+        return {"what": self.what, "count": self.count, "unit": self.unit, "value": self.value}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    policy: str
+    batch: int
+    micro_batches: int
+    device_terms: list[Term]
+    host_terms: list[Term]
+    flop_terms: list[Term]
+    step_seconds: float | None
+    tokens: int  # tokens per step (the global batch × sequence)
+    choices: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def device_bytes(self) -> int:
+        return sum(term.value for term in self.device_terms)
+
+    @property
+    def host_bytes(self) -> int:
+        return sum(term.value for term in self.host_terms)
+
+    @property
+    def flops(self) -> int:
+        return sum(term.value for term in self.flop_terms)
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        return self.tokens / self.step_seconds if self.step_seconds else None
+
+    def explain(self) -> list[str]:
+        return [term.explain() for term in self.device_terms]
+
+    def to_dict(self) -> dict:
+        return {"policy": self.policy, "batch": self.batch, "micro_batches": self.micro_batches,
+                "choices": self.choices, "device_bytes": self.device_bytes,
+                "host_bytes": self.host_bytes, "flops": self.flops,
+                "step_seconds": self.step_seconds, "tokens_per_second": self.tokens_per_second,
+                "device_terms": [t.to_dict() for t in self.device_terms],
+                "host_terms": [t.to_dict() for t in self.host_terms],
+                "flop_terms": [t.to_dict() for t in self.flop_terms],
+                "explain": self.explain()}
+
+
+@dataclass(frozen=True)
+class Predictor:
+    """Predictions from one or two `full` baselines of the same model and target."""
+
+    baselines: tuple[Baseline, ...]
+
+    def __post_init__(self) -> None:
+        if not self.baselines:
+            raise UsageError("the predictor needs a compiled `full` baseline")
+        first = self.baselines[0]
+        if any(b.target != first.target for b in self.baselines):
+            raise UsageError("the baselines are compiled for different targets")
+
+    @property
+    def base(self) -> Baseline:
+        return self.baselines[0]
+
+    def predict(self, policy: str, batch: int, micro_batches: int = 1) -> Prediction:
+        config = dataclasses.replace(self.base.transformer, batch=batch,
+                                     micro_batches=micro_batches, remat=policy)
+        names = _kept_names(config)
+        choices = decode_named(policy, names) if policy.startswith(NAMED_PREFIX) else \
+            dict.fromkeys(names, "remat")
+        ways = mesh_ways(config, self.base.target)
+        tokens = tokens_per_device(config, ways.batch)
+        per_name = {t.name: tensor_bytes(t, config, ways.batch, ways.tensor)
+                    for t in block_tensors(config) if t.name in names}
+        device = self._scaling_terms(tokens) + _name_terms(config, choices, per_name)
+        device += self._accumulator(config, micro_batches)
+        host = [Term(f"layers × {name} offloaded", config.n_layers, per_name[name])
+                for name, choice in choices.items() if choice == "offload"]
+        flop_terms = self._flop_terms(config, choices, ways.tensor, ways.batch)
+        prediction = Prediction(policy, batch, micro_batches, device, host, flop_terms, None,
+                                batch * config.seq_len, choices)
+        step = self._step_seconds(config, prediction, ways.batch)
+        return dataclasses.replace(prediction, step_seconds=step)
+
+    def _scaling_terms(self, tokens: int) -> list[Term]:
+        base = self.base
+        t0 = baseline_tokens(base)
+        other = next((b for b in self.baselines[1:] if baseline_tokens(b) != t0), None)
+        if other is None:
+            fixed = base.fixed_bytes
+            slope = (base.allocation_bytes - fixed) / t0
+            source = "live at the baseline's peak"
+        else:
+            t1 = baseline_tokens(other)
+            slope = (other.allocation_bytes - base.allocation_bytes) / (t1 - t0)
+            fixed = round(base.allocation_bytes - slope * t0)
+            source = "fitted to two baselines"
+        return [Term(f"model state ({source})", 1, fixed),
+                Term("tokens × full remat's bytes per token (layer inputs, temporaries)",
+                     tokens, slope)]
+
+    def _accumulator(self, config: TransformerConfig, micro_batches: int) -> list[Term]:
+        if micro_batches <= 1 or self.base.transformer.micro_batches > 1:
+            return []
+        target = parse_target(self.base.target)
+        params = parameters_per_device(config, param_count(config), target.num_devices,
+                                       target.num_slices)
+        return [Term("parameters × fp32 gradient accumulator", params, ACCUMULATOR_BYTES)]
+
+    def _flop_terms(self, config: TransformerConfig, choices: dict[str, str], tensor_ways: int,
+                    batch_ways: int) -> list[Term]:
+        base = self.base
+        base_config = base.transformer
+        step_tokens = tokens_per_device(config, batch_ways) * config.micro_batches
+        base_tokens = baseline_tokens(base) * base_config.micro_batches
+        kept = {name for name, choice in choices.items() if choice != "remat"}
+        saved = (recompute_flops_per_token(config, set(), tensor_ways)
+                 - recompute_flops_per_token(config, kept, tensor_ways))
+        terms = [Term("tokens × the baseline's FLOPs per token", step_tokens,
+                      base.flops / base_tokens)]
+        if saved:
+            terms.append(Term("layers × tokens × recompute FLOPs per token the kept names save",
+                              config.n_layers * step_tokens, -saved))
+        return terms
+
+    def _step_seconds(self, config: TransformerConfig, prediction: Prediction,
+                      batch_ways: int) -> float | None:
+        base = self.base
+        target = parse_target(base.target)
+        scale = (tokens_per_device(config, batch_ways) * config.micro_batches
+                 / (baseline_tokens(base) * base.transformer.micro_batches))
+        moved = prediction.host_bytes
+        estimate = estimate_step(target.device, config.compute_dtype, prediction.flops,
+                                 base.hbm_bytes * scale, base.collective_bytes, moved, moved,
+                                 num_slices=target.num_slices)
+        return estimate.overlapped_seconds
+
+
+def _kept_names(config: TransformerConfig) -> tuple[str, ...]:
+    """The block's names that are residuals of its backward pass (`mlp_out` never is:
+    spec/tensors.py)."""
+    return tuple(name for name in block_names(config) if name != "mlp_out")
+
+
+def _name_terms(config: TransformerConfig, choices: dict[str, str],
+                per_name: dict[str, int]) -> list[Term]:
+    layers = config.n_layers
+    terms = []
+    for name, choice in choices.items():
+        if choice == "device":
+            terms += [Term(f"layers × {name} kept", layers, per_name[name]),
+                      Term(f"layer × {name} no longer recomputed in the backward working set",
+                           -1, per_name[name])]
+        elif choice == "offload":
+            terms.append(Term(f"layers × {name} offloaded (measured device cost)",
+                              OFFLOAD_DEVICE_COPIES * layers, per_name[name]))
+    return terms
+
+
+def predictor(baselines: Sequence[Baseline]) -> Predictor:
+    return Predictor(tuple(baselines))
+
+
+def device_of(baseline: Baseline) -> str:
+    return get_device(parse_target(baseline.target).device.name).name

@@ -1,0 +1,28 @@
+"""The Report of `hloscope sweep --search frontier`: each batch's winner and every compile."""
+from __future__ import annotations
+
+from hloscope.reports.report import Column, Quantity, Report, Table
+from hloscope.sweeps.frontier import FrontierResult
+
+
+def frontier_report(result: FrontierResult) -> Report:
+    rows = [{**row, "prediction_error": None if row["prediction_error"] is None
+             else f"{row['prediction_error']:+.1%}"} for row in result.rows]
+    table = Table("frontier", "Compiled candidates and each batch's winner (per device)", [
+        Column("batch", "batch", "int"), Column("policy", "policy"),
+        Column("status", "status"), Column("chosen", "chosen"),
+        Column("predicted_bytes", "predicted", "bytes"),
+        Column("compiled_bytes", "compiled", "bytes"),
+        Column("prediction_error", "error"), Column("predicted_step_s", "step s"),
+        Column("fits", "fits")], rows)
+    return Report(
+        name="frontier", title="Per-tensor policy frontier",
+        summary=[("capacity", Quantity(result.capacity, "bytes")),
+                 ("candidates (predicted)", result.candidates),
+                 ("compiles (builds, cache hits included)", result.compiles),
+                 *((f"winner at batch {b}", w or "nothing fits")
+                   for b, w in result.winners.items())],
+        tables=[table],
+        notes=["predicted from compiled `full` baselines (hloscope.analyses.predict); a "
+               "compiled figure replaces its prediction, and a wrong one re-ranks"],
+        data=result.to_dict())

@@ -1,0 +1,182 @@
+"""`--search frontier`: per batch, the fastest per-tensor policy that fits, predicted over the
+whole `names:` space and confirmed by as few compiles as possible (no jax).
+
+1. Baselines: `full` (nothing named kept) is compiled at the grid's smallest and largest batch;
+   `analyses.predict` then predicts every candidate — each choice of device / offload / remat
+   for every named residual of the block (3^N policies) at every batch.
+2. Per batch, rounds: rank the candidates by predicted step time (then FLOPs, then bytes); the
+   winner is the first whose known bytes (compiled when compiled, else predicted) fit the
+   capacity. Compile it unless it was, and in the first round also the candidate nearest
+   above the capacity boundary among the faster ones (the one a prediction slightly too high
+   would wrongly exclude). A compiled figure replaces the prediction: a wrong prediction
+   re-ranks and the next round compiles the new winner. It ends when the winner is compiled
+   and fits (or nothing fits, or after MAX_ROUNDS).
+
+Rows are the compiled candidates and each batch's winner; `candidates` counts every predicted
+one, `compiles` the compiles made (baselines included; cache hits are not compiles).
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hloscope.analyses.predict.baseline import Baseline
+from hloscope.analyses.predict.model import Prediction, Predictor
+from hloscope.errors import UsageError
+from hloscope.frames import Rendered
+from hloscope.spec.tensors import CHOICES, block_names, encode_named
+
+MAX_ROUNDS = 6
+BASELINE = "full"
+
+
+@dataclass
+class Candidate:
+    prediction: Prediction
+    compiled_bytes: int | None = None
+    compiled_ok: bool = True  # the compile succeeded (False: an error, never chosen)
+    folder: str | None = None
+
+    @property
+    def known_bytes(self) -> int:
+        return self.compiled_bytes if self.compiled_bytes is not None \
+            else self.prediction.device_bytes
+
+    def row(self, capacity: int, chosen: bool) -> dict[str, Any]:
+        p = self.prediction
+        return {"batch": p.batch, "policy": p.policy, "choices": p.choices,
+                "status": "predicted" if self.compiled_bytes is None else "compiled",
+                "chosen": chosen, "predicted_bytes": p.device_bytes,
+                "compiled_bytes": self.compiled_bytes, "predicted_host_bytes": p.host_bytes,
+                "predicted_flops": p.flops, "predicted_step_s": p.step_seconds,
+                "predicted_tokens_per_s": p.tokens_per_second,
+                "fits": self.compiled_ok and self.known_bytes <= capacity,
+                "prediction_error": None if not self.compiled_bytes
+                else p.device_bytes / self.compiled_bytes - 1,
+                "explain": p.explain(), "build_folder": self.folder}
+
+
+@dataclass
+class FrontierResult(Rendered):
+    capacity: int
+    batches: tuple[int, ...]
+    names: tuple[str, ...]
+    rows: list[dict[str, Any]]
+    compiles: int
+    candidates: int
+    baselines: list[Baseline] = field(default_factory=list)
+
+    @property
+    def winners(self) -> dict[int, str | None]:
+        chosen = {row["batch"]: row["policy"] for row in self.rows if row["chosen"]}
+        return {batch: chosen.get(batch) for batch in self.batches}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"search": "frontier", "capacity_bytes": self.capacity,
+                "names": list(self.names), "batches": list(self.batches),
+                "winners": {str(b): w for b, w in self.winners.items()},
+                "compiles": self.compiles, "candidates": self.candidates,
+                "rows": self.rows, "baselines": [b.to_dict() for b in self.baselines]}
+
+    def frames(self) -> dict[str, list[dict[str, Any]]]:
+        keep = ("batch", "policy", "status", "chosen", "predicted_bytes", "compiled_bytes",
+                "prediction_error", "predicted_step_s", "fits")
+        return {"frontier": [{k: row[k] for k in keep} for row in self.rows]}
+
+
+def policy_space(names: tuple[str, ...]) -> list[str]:
+    """Every `names:` policy over `names`, in their stored form (`spec.tensors`)."""
+    return [encode_named(dict(zip(names, combo, strict=True)), names)
+            for combo in itertools.product(CHOICES, repeat=len(names))]
+
+
+class FrontierSearch:
+    """The search of the module docstring; `compile_batch(policies, batch)` compiles and
+    returns {policy: (allocation bytes or None on failure, build folder)} and the count of
+    compiles it made."""
+
+    def __init__(self, compile_batch: Callable[..., Any], baseline_of: Callable[[Path], Baseline],
+                 base_policies: list[str], batches: tuple[int, ...], capacity: int,
+                 names: tuple[str, ...]) -> None:
+        self.compile_batch = compile_batch
+        self.baseline_of = baseline_of  # a build folder -> its Baseline
+        self.policies = base_policies
+        self.batches = tuple(sorted(batches))
+        self.capacity = capacity
+        self.names = names
+        self.compiles = 0
+
+    def run(self) -> FrontierResult:
+        baselines = self._baselines()
+        predictor = Predictor(tuple(baselines))
+        rows: list[dict[str, Any]] = []
+        for batch in self.batches:
+            candidates = {p: Candidate(predictor.predict(p, batch)) for p in self.policies}
+            self._mark_baseline(candidates, baselines, batch)
+            winner = self._search(candidates, batch)
+            rows += [c.row(self.capacity, c is winner) for c in candidates.values()
+                     if c.compiled_bytes is not None or c is winner]
+        return FrontierResult(self.capacity, self.batches, self.names, rows, self.compiles,
+                              len(self.policies) * len(self.batches), baselines)
+
+    def _baselines(self) -> list[Baseline]:
+        found = []
+        for batch in sorted({self.batches[0], self.batches[-1]}):
+            built = self._compile([BASELINE], batch)[BASELINE]
+            if built[0] is None:
+                raise UsageError(f"the `full` baseline did not compile at batch {batch}")
+            found.append(self.baseline_of(Path(built[1])))
+        return found
+
+    def _mark_baseline(self, candidates: dict[str, Candidate], baselines: list[Baseline],
+                       batch: int) -> None:
+        every_remat = encode_named(dict.fromkeys(self.names, "remat"), self.names)
+        for baseline in baselines:
+            if baseline.config["batch"] == batch and every_remat in candidates:
+                candidates[every_remat].compiled_bytes = baseline.allocation_bytes
+
+    def _search(self, candidates: dict[str, Candidate], batch: int) -> Candidate | None:
+        ranked = sorted(candidates.values(), key=_speed)
+        for round_number in range(MAX_ROUNDS):
+            winner = next((c for c in ranked if c.compiled_ok
+                           and c.known_bytes <= self.capacity), None)
+            wanted = [] if winner is None or winner.compiled_bytes is not None else [winner]
+            if round_number == 0:
+                wanted += self._nearest_above(ranked, winner)
+            if not wanted:
+                return winner
+            built = self._compile([c.prediction.policy for c in wanted], batch)
+            for candidate in wanted:
+                size, folder = built[candidate.prediction.policy]
+                candidate.compiled_ok = size is not None
+                candidate.compiled_bytes = size if size is not None else 0
+                candidate.folder = folder
+        return None
+
+    def _nearest_above(self, ranked: list[Candidate],
+                       winner: Candidate | None) -> list[Candidate]:
+        """The candidate faster than the winner (any, without one) predicted just over the
+        capacity (the least bytes above it)."""
+        faster = ranked if winner is None else ranked[:ranked.index(winner)]
+        above = [c for c in faster if c.compiled_bytes is None
+                 and c.prediction.device_bytes > self.capacity]
+        return sorted(above, key=lambda c: c.prediction.device_bytes)[:1]
+
+    def _compile(self, policies: list[str], batch: int) -> dict[str, tuple[int | None, str]]:
+        built, count = self.compile_batch(policies, batch)
+        self.compiles += count
+        return built
+
+
+def _speed(candidate: Candidate) -> tuple[float, int, int]:
+    p = candidate.prediction
+    return (p.step_seconds or 0.0, p.flops, p.device_bytes)
+
+
+def frontier_names(config) -> tuple[str, ...]:
+    """The block's names a policy chooses for (`mlp_out` is never a residual)."""
+    return tuple(n for n in block_names(config) if n != "mlp_out")
+
