@@ -80,6 +80,7 @@ def named_values(closed_jaxpr: Any, variant: Variant) -> list[NamedValue]:
 def variant_of(builder_kwargs: dict[str, Any]) -> Variant | None:
     """The variant's checkpoint from a compile request's builder arguments: a TransformerConfig's
     or a StepConfig's `remat` (None for other builders)."""
+    from hloscope.spec.config import TransformerConfig
     from hloscope.workloads.remat import checkpoint_policy
 
     config = builder_kwargs.get("step", builder_kwargs)
@@ -88,7 +89,10 @@ def variant_of(builder_kwargs: dict[str, Any]) -> Variant | None:
         return None
     if remat == "none":
         return Variant(False, None, remat)
-    return Variant(True, checkpoint_policy(remat), remat)
+    # the built-in block's names (`qkv` as its Q/K/V projections, `names:` policies) need its
+    # config; a user step's names are its own
+    block = None if "step" in builder_kwargs else TransformerConfig.from_dict(builder_kwargs)
+    return Variant(True, checkpoint_policy(remat, block), remat)
 
 
 def write_names(path: Path, values: list[NamedValue], variant: Variant) -> None:
@@ -195,7 +199,8 @@ def _kind(answer: Any) -> str:
 
     if isinstance(answer, pe.Offloadable):
         return "offloaded"
-    if answer is True or isinstance(answer, pe.Saveable):
+    # jax's policies answer a bool, the singleton pe.Saveable / pe.Recompute, or an Offloadable
+    if answer is True or answer is pe.Saveable:
         return "saved"
     return "recomputed"
 

@@ -90,6 +90,11 @@ def test_tiny_compiles_for_cpu_under_a_per_tensor_policy(tmp_path: Path) -> None
     assert data["manifest"]["variant"] == "names:qkv=device,attn_out=offload"
     assert data["manifest"]["config"]["remat"] == "names:qkv=device,attn_out=offload"
     assert data["figures"]["status"] == "ok"
+    # the names the compile recorded, decided as JAX's account above has them: qkv kept on the
+    # device, attn_out moved to the host, every other name recomputed
+    decisions = {n["name"]: n["decision"] for n in data["figures"]["checkpoint_names"]}
+    assert decisions.pop("qkv") == "saved" and decisions.pop("attn_out") == "offloaded"
+    assert set(decisions.values()) == {"recomputed"}
 
 
 @pytest.mark.slow
