@@ -11,7 +11,9 @@ The programs vary what a liveness analysis must get right: MLPs in f32 and bf16,
 scans (while loops with dynamic-update-slices), several remat policies, donated (aliased)
 arguments, a while loop with a conditional inside, and an embedding gradient (scatter). The
 families are fixed; a seed (default `SEED`) picks the widths, depths and batch sizes of the
-later families (scans under every remat policy family, a convolution net, a Llama-like block),
+later families (scans under every remat policy family, a convolution net, a Llama-like block,
+scans under the names-based policies `save_only_these_names` and
+`save_and_offload_only_these_names`),
 so another seed gives held-out programs of the same families.
 """
 from __future__ import annotations
@@ -147,6 +149,22 @@ def programs(seed: int = SEED):  # noqa: C901  (one closure per program keeps ea
         batch = {"x": ones((rows, width), jnp.float32)}
         return train_step(loss), (params, state(params), batch), loss
 
+    def scan_named(policy):
+        """A scan whose step names its matmul (`checkpoint_name`) for a names-based policy."""
+        from jax.ad_checkpoint import checkpoint_name
+        width, depth, rows = rng.choice((64, 128)), rng.choice((3, 4)), rng.choice((32, 64))
+
+        def loss(params, batch):
+            def step(h, w):
+                return jnp.tanh(checkpoint_name(h @ w, "projection")) * 0.5 + h, None
+            with jax.named_scope("layers"):
+                h = jax.lax.scan(jax.checkpoint(step, policy=policy), batch["x"],
+                                 params["stack"])[0]
+            return jnp.mean(h ** 2)
+        params = {"stack": ones((depth, width, width), jnp.float32)}
+        batch = {"x": ones((rows, width), jnp.float32)}
+        return train_step(loss), (params, state(params), batch), loss
+
     def convolution():
         channels, size = rng.choice((8, 16)), rng.choice((16, 32))
 
@@ -209,11 +227,21 @@ def programs(seed: int = SEED):  # noqa: C901  (one closure per program keeps ea
         **{f"scan_{name}": (lambda name=name: scan_remat(name)) for name in SCAN_POLICIES},
         "convolution": convolution,
         "llama_block_bf16_donated": llama_block,
+        # Drawn last, so the programs above keep their shapes. On the CPU jax compiles the
+        # offload policy without host memory (no S(5) buffer, no host transfer in the HLO):
+        # the named value is simply saved, so the program checks the policy, not offloading.
+        "scan_save_only_these_names": lambda: scan_named(
+            policies.save_only_these_names("projection")),
+        "scan_save_and_offload_only_these_names": lambda: scan_named(
+            policies.save_and_offload_only_these_names(
+                names_which_can_be_saved=[], names_which_can_be_offloaded=["projection"],
+                offload_src="device", offload_dst="pinned_host")),
     }
 
 
 DONATED = {"mlp_bf16_donated": (0, 1), "embedding_bf16_donated": (0, 1),
-           "llama_block_bf16_donated": (0, 1), "scan_checkpoint_dots": (0, 1)}
+           "llama_block_bf16_donated": (0, 1), "scan_checkpoint_dots": (0, 1),
+           "scan_save_only_these_names": (0, 1)}
 
 
 def describe(name, build):

@@ -9,7 +9,8 @@ The families are fixed (an f32 MLP without remat, a bf16 MLP under full remat wi
 state, a scan over stacked layers under `dots_with_no_batch_dims_saveable` with its parameters
 and optimizer state donated, with only its parameters donated and with nothing donated, bf16
 attention under `checkpoint_dots`, a program returning more than 128 arrays, one small enough
-that every temporary sits in on-chip VMEM, and a forward-only scan of fixed shape); a seed
+that every temporary sits in on-chip VMEM, a forward-only scan of fixed shape, and the donated
+scan at two fixed shapes where values cross between HBM and VMEM at the loops); a seed
 (default `SEED`) picks widths, depths and batch sizes, so another seed gives held-out programs
 of the same families (draws are made in the order of `programs()`, so a subset of names draws
 other shapes). Sizes are chosen so that some activations exceed VMEM and land in HBM, where
@@ -24,7 +25,8 @@ import sys
 
 SEED = 17
 DONATED = {"mlp_bf16_remat_full_donated": (0, 1), "scan_dots_no_batch_donated": (0, 1),
-           "scan_dots_no_batch_params_donated": (0,)}
+           "scan_dots_no_batch_params_donated": (0,), "scan_dots_no_batch_wide_donated": (0, 1),
+           "scan_dots_no_batch_tall_donated": (0, 1)}
 
 
 def programs(seed: int = SEED):  # noqa: C901  (one closure per program keeps each readable)
@@ -66,9 +68,9 @@ def programs(seed: int = SEED):  # noqa: C901  (one closure per program keeps ea
         params = [spec((width, width), dtype) for _ in range(depth)]
         return train_step(loss), (params, state(params), {"x": spec((rows, width), dtype)})
 
-    def scan_layers(rows=None, width=None):
+    def scan_layers(rows=None, width=None, depth=None):
         rows, width = rows or rng.choice((4096, 8192)), width or rng.choice((1024, 2048))
-        depth = rng.choice((3, 4))
+        depth = depth or rng.choice((3, 4))
         policy = policies.dots_with_no_batch_dims_saveable
 
         def loss(params, batch):
@@ -124,11 +126,16 @@ def programs(seed: int = SEED):  # noqa: C901  (one closure per program keeps ea
         "all_in_vmem": all_in_vmem,
         # The same scan with less donated: XLA then places the weight gradient in an output's
         # allocation, not the heap. Drawn last, so the families above keep their shapes; rows
-        # and width fixed at 4096 x 1024: on 8192 rows or width 2048 libtpu keeps buffers in
-        # HBM that heap.py's rules do not model yet (measured outside the suite).
+        # and width fixed at 4096 x 1024.
         "scan_dots_no_batch": lambda: scan_layers(4096, 1024),
         "scan_dots_no_batch_params_donated": lambda: scan_layers(4096, 1024),
         "forward_scan": forward_scan,  # no gradient: its HBM heap holds the loop's predicate
+        # Fixed shapes where libtpu moves values between HBM and VMEM around the loops: at width
+        # 2048 the input gradient is made in HBM and prefetched into VMEM as the backward loop's
+        # initial carry; on 8192 rows the backward body evicts its bf16 weights carry to HBM and
+        # prefetches each layer's slice (heap.py, TPU_HBM_ALIGNMENT's note, (b) and (c)).
+        "scan_dots_no_batch_wide_donated": lambda: scan_layers(4096, 2048, 3),
+        "scan_dots_no_batch_tall_donated": lambda: scan_layers(8192, 1024, 3),
     }
 
 

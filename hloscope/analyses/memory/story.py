@@ -38,7 +38,7 @@ _PEAK_ABOVE = {
 }
 # tests/analyses/memory/test_heap.py (fixtures: CPU -1.37%, 0, +0.03%; GPU -0.007%,
 # +0.63%; TPU: equal to memory_analysis(), (tuple tables + 1) x 15,872 B above the buffer
-# assignment), test_memory_programs.py (15 CPU programs, -0.065% to 0) and test_heap_tpu.py.
+# assignment), test_memory_programs.py (17 CPU programs, -0.068% to 0) and test_heap_tpu.py.
 _ESTIMATE = {
     "cpu": "XLA's heap simulator replayed; it may visit equal-sized buffers in another order "
            "(CPU: within 2%)",
