@@ -42,8 +42,9 @@ def check_module(module: HloModule) -> None:
 
 def _check(module: HloModule) -> None:
     above: dict[str, object] = {}  # computations defined above the one checked (XLA: callees first)
+    memo: set[tuple[str, ...]] = set()
     for computation in module.computations.values():
-        check_computation(computation, above)
+        check_computation(computation, above, memo)
         above[computation.name] = computation
         if any(i.opcode in _ASYNC_OPCODES for i in computation.instructions):
             check_async_chains(computation)
