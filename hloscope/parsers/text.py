@@ -20,6 +20,7 @@ entry computation its header declares is missing.
 """
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Iterable
 from pathlib import PurePath
@@ -95,7 +96,9 @@ class TextParser:
         if self.computation is not None and not self._pending and not self._in_block_comment:
             match = _FAST_INSTRUCTION.match(line)
             if match is not None:
-                if _simple_complete_line(line):
+                if (line.count("{") == line.count("}") and line.count("(") == line.count(")")
+                        and "//" not in line and "/*" not in line
+                        and not line.rstrip().endswith(_OPEN_ENDINGS)):  # _simple_complete_line
                     self._add_fast(match, line)
                     return
             elif self._add_fast_tuple(line):
@@ -482,8 +485,11 @@ def _simple_complete_line(line: str) -> bool:
         and line.count("(") == line.count(")")
         and "//" not in line
         and "/*" not in line
-        and not line.rstrip().endswith((",", "=", "{", "(", "["))
+        and not line.rstrip().endswith(_OPEN_ENDINGS)
     )
+
+
+_OPEN_ENDINGS = (",", "=", "{", "(", "[")
 
 
 def _first_nonblank(text: str) -> int:
@@ -495,11 +501,21 @@ def _blanks(text: str, pos: int) -> int:
 
 
 def parse_lines(lines: Iterable[str], source: str) -> list[HloModule]:
-    """Parses every module in `lines` (an open text file streams without being held in memory)."""
-    parser = TextParser(source)
-    for line in lines:
-        parser.feed(line)
-    return parser.finish()
+    """Parses every module in `lines` (an open text file streams without being held in memory).
+
+    Python's cyclic collector is paused meanwhile: the parse allocates an object per instruction,
+    and each automatic collection of the oldest generation would traverse every one made so far
+    (what the parse builds holds no cycle that needs the collector)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        parser = TextParser(source)
+        for line in lines:
+            parser.feed(line)
+        return parser.finish()
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def parse_text(text: str, source: str = "<text>") -> list[HloModule]:

@@ -6,6 +6,8 @@ operands name instructions of the same computation, and called computations exis
 """
 from __future__ import annotations
 
+import gc
+
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation, HloModule
 
@@ -27,7 +29,20 @@ _TYPED_ACCESSORS = {
 
 
 def validate(module: HloModule) -> None:
-    """Raises ParseError at the first malformed or dangling piece of the module."""
+    """Raises ParseError at the first malformed or dangling piece of the module.
+
+    Python's cyclic collector is paused meanwhile, as during the parse (hloscope.parsers.text):
+    the attribute tables it fills hold no cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _validate(module)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _validate(module: HloModule) -> None:
     module.entry_computation_layout  # noqa: B018  (parsing is the check)
     module.input_output_alias  # noqa: B018
     for computation in module.computations.values():
