@@ -47,6 +47,8 @@ _SIMPLE_ITEM = re.compile(
     r'\s*([A-Za-z_][\w.\-]*)\s*=\s*("[^"\\\n]*(?:\\.[^"\\\n]*)*"|[^\s,{}()\[\]"/]+|'
     + _nested(4) + r")\s*(,|\Z)")
 
+_SIMPLE_LIMIT = 4096
+
 
 def split_attributes(text: str, start: int = 0) -> dict[str, tuple[int, int]]:
     """Maps each `key=value` of a `, key=value, ...` list to the (start, end) of its value."""
@@ -67,7 +69,11 @@ def split_attributes(text: str, start: int = 0) -> dict[str, tuple[int, int]]:
 
 
 def _split_simple(text: str, start: int) -> dict[str, tuple[int, int]] | None:
-    """split_attributes for lists whose every item is _SIMPLE_ITEM; None for any other."""
+    """split_attributes for lists whose every item is _SIMPLE_ITEM; None for any other, and for
+    a long list (a module header's): the regex engine's backtracking stack grows with a nested
+    value's length, megabytes for a header's input_output_alias."""
+    if len(text) - start > _SIMPLE_LIMIT:
+        return None
     attributes: dict[str, tuple[int, int]] = {}
     match = _SIMPLE_ITEM.match
     end = len(text)

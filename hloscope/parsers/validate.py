@@ -32,7 +32,7 @@ def validate(module: HloModule) -> None:
     """Raises ParseError at the first malformed or dangling piece of the module.
 
     Python's cyclic collector is paused meanwhile, as during the parse (hloscope.parsers.text):
-    the attribute tables it fills hold no cycles."""
+    what it builds holds no cycles."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -61,6 +61,17 @@ def _validate_computation(module: HloModule, computation: Computation) -> None:
 
 
 def _validate_attributes(module: HloModule, instruction: Instruction) -> None:
+    """Every attribute split and every typed one converted; the split is dropped afterwards when
+    the load had not made it, so that validating keeps the loaded module's memory."""
+    split_before = instruction._attributes is not None  # noqa: SLF001  (same layer's model)
+    try:
+        _typed_attributes(module, instruction)
+    finally:
+        if not split_before:
+            instruction._attributes = None  # noqa: SLF001
+
+
+def _typed_attributes(module: HloModule, instruction: Instruction) -> None:
     present = set(instruction.attribute_names)
     for key, accessor in _TYPED_ACCESSORS.items():
         if key in present:
