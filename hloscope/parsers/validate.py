@@ -72,9 +72,9 @@ def _validate_attributes(module: HloModule, instruction: Instruction) -> None:
 
 
 def _typed_attributes(module: HloModule, instruction: Instruction) -> None:
-    present = set(instruction.attribute_names)
-    for key, accessor in _TYPED_ACCESSORS.items():
-        if key in present:
+    for key in instruction.attribute_names:  # in the text's order: the first malformed fails
+        accessor = _TYPED_ACCESSORS.get(key)
+        if accessor is not None:
             getattr(instruction, accessor)
     for called in instruction.called_computations:
         if called not in module.computations:
