@@ -84,7 +84,6 @@ class TextParser:
         self._last_line = ""
         self._intern: dict[str, str] = {}
         self._tuple_shapes: dict[str, str] = {}  # tuple shape as written -> its shape text
-        self._header_memo: dict[str, tuple[tuple[str, str], ...]] = {}
         self._reader = InstructionReader(self)
         self._opcodes: dict[str, str] = {}  # opcode as written -> as XLA builds it (async-done)
 
@@ -387,15 +386,10 @@ class TextParser:
         if not match.group(3):
             return ()
         start, end = match.start(3), match.end(3) - 1
-        known = self._header_memo.get(match.group(3))  # headers repeat their parameter lists
-        if known is not None:
-            return known
         if _ARRAY_PARAMETERS.fullmatch(match.group(3)):  # no tuple, comment or string: one regex
             found = [(name, " ".join(shape.split()) if " " in shape else shape)
                      for name, shape in _ARRAY_PARAMETER.findall(match.group(3))]
-            found = [(name, self._intern.setdefault(shape, shape)) for name, shape in found]
-            parameters = self._header_memo[match.group(3)] = tuple(found)
-            return parameters
+            return tuple((name, self._intern.setdefault(shape, shape)) for name, shape in found)
         found = []
         try:
             for item_start, item_end in split_top_level(text, start + 1, end):
@@ -406,8 +400,7 @@ class TextParser:
                 found.append((name.strip().lstrip("%"), self._intern.setdefault(shape, shape)))
         except TextSyntaxError as error:
             raise self._located(text, line_number, error.offset, error.message) from None
-        parameters = self._header_memo[match.group(3)] = tuple(found)
-        return parameters
+        return tuple(found)
 
     def _current_module(self) -> HloModule:
         if self.module is None:
@@ -506,15 +499,16 @@ def parse_lines(lines: Iterable[str], source: str) -> list[HloModule]:
     Python's cyclic collector is paused meanwhile: the parse allocates an object per instruction,
     and each automatic collection of the oldest generation would traverse every one made so far
     (what the parse builds holds no cycle that needs the collector)."""
+    parser = TextParser(source)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        parser = TextParser(source)
         for line in lines:
             parser.feed(line)
         return parser.finish()
     finally:
-        if was_enabled:
+        parser._reader = None  # type: ignore[assignment]  # breaks the parser <-> reader cycle:
+        if was_enabled:  # its tables are freed now, not at a later collection
             gc.enable()
 
 
