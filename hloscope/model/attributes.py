@@ -33,8 +33,28 @@ _ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|(.))", re.S)
 _SIMPLE_ESCAPES = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"\\": b"\\", b'"': b'"', b"'": b"'"}
 
 
+def _nested(depth: int) -> str:
+    """A bracketed block, `{}`, `[]` or `()` properly nested up to `depth` levels, with string
+    literals (no line break, as scan.py reads them) and no `/` outside them (a comment)."""
+    inner = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|[^{}()\[\]"/]' + (
+        f"|{_nested(depth - 1)}" if depth > 1 else "")
+    return "|".join(rf"\{open_}(?:{inner})*\{close}" for open_, close in ("{}", "[]", "()"))
+
+
+# One `key=value` followed by `,` or the end, its value a string, a bare word or a nested block:
+# when every item matches, the split is the one split_top_level makes, found by one regex each.
+_SIMPLE_ITEM = re.compile(
+    r'\s*([A-Za-z_][\w.\-]*)\s*=\s*("[^"\\\n]*(?:\\.[^"\\\n]*)*"|[^\s,{}()\[\]"/]+|'
+    + _nested(4) + r")\s*(,|\Z)")
+
+_SIMPLE_LIMIT = 4096
+
+
 def split_attributes(text: str, start: int = 0) -> dict[str, tuple[int, int]]:
     """Maps each `key=value` of a `, key=value, ...` list to the (start, end) of its value."""
+    simple = _split_simple(text, start)
+    if simple is not None:
+        return simple
     attributes: dict[str, tuple[int, int]] = {}
     for item_start, item_end in split_top_level(text, start):
         match = _KEY.match(text, item_start, item_end)
@@ -46,6 +66,26 @@ def split_attributes(text: str, start: int = 0) -> dict[str, tuple[int, int]]:
             raise TextSyntaxError(f"attribute '{match.group(1)}' has no value", match.end())
         attributes[match.group(1)] = (match.end(), _rstrip_end(text, item_end))
     return attributes
+
+
+def _split_simple(text: str, start: int) -> dict[str, tuple[int, int]] | None:
+    """split_attributes for lists whose every item is _SIMPLE_ITEM; None for any other, and for
+    a long list (a module header's): the regex engine's backtracking stack grows with a nested
+    value's length, megabytes for a header's input_output_alias."""
+    if len(text) - start > _SIMPLE_LIMIT:
+        return None
+    attributes: dict[str, tuple[int, int]] = {}
+    match = _SIMPLE_ITEM.match
+    end = len(text)
+    position = start
+    while True:
+        item = match(text, position)
+        if item is None:
+            return None
+        attributes[item.group(1)] = item.span(2)
+        position = item.end()
+        if not item.group(3):
+            return attributes if position == end else None
 
 
 def _first_char(text: str, pos: int) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import ParseError, SourceLocation
@@ -59,6 +60,14 @@ def _int_or_zero(text: str | None) -> int:
 
 
 EMPTY_METADATA = Metadata()
+
+
+@lru_cache(maxsize=8192)
+def _metadata(value: str) -> Metadata:
+    """`metadata={...}` read once per distinct text: instructions of one source line, or of one
+    layer's copies, share it (a Metadata is immutable)."""
+    items = attr.key_values(value)
+    return Metadata.from_items(items) if items else EMPTY_METADATA
 
 
 class Instruction:
@@ -258,8 +267,7 @@ class Instruction:
 
     @property
     def metadata(self) -> Metadata:
-        items = self._typed("metadata", attr.key_values)
-        return Metadata.from_items(items) if items else EMPTY_METADATA
+        return self._typed("metadata", _metadata, EMPTY_METADATA)
 
     @property
     def op_name(self) -> str:

@@ -48,6 +48,7 @@ class _Parser(Protocol):
     computation: Computation | None
     _root_seen: bool
     _intern: dict[str, str]
+    _tuple_shapes: dict[str, str]
 
     def _append(self, instruction: Instruction) -> None: ...
     def _located(self, text: str, line_number: int, offset: int, message: str) -> ParseError: ...
@@ -55,6 +56,9 @@ class _Parser(Protocol):
     def _current_module(self) -> HloModule: ...
 
 HEAD = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*")
+# Where a tuple shape may end: a `)` followed by the opcode. Only a candidate, confirmed by the
+# memo of tuple shapes parsed in full (a prefix that is not a whole shape is never in it).
+_SHAPE_TAIL = re.compile(r"\)[ \t]+[a-z][a-z0-9\-]*\(")
 _ASYNC_SUFFIXES = (("-start", "async-start"), ("-update", "async-update"),
                    ("-done", "async-done"))
 
@@ -109,9 +113,7 @@ class InstructionReader:
         shape_text = None
         try:
             if SHAPE_START.match(text, pos):
-                _, shape_end = parse_shape_prefix(text, pos)
-                shape_text = " ".join(text[pos:shape_end].split())
-                pos = shape_end
+                shape_text, pos = self._shape(text, pos)
             opcode = OPCODE.match(text, pos)
             if not opcode:
                 raise TextSyntaxError("expected an opcode followed by '('", skip_blanks(text, pos))
@@ -138,6 +140,23 @@ class InstructionReader:
         if shorthand is not None:
             self._expand_async(instruction, *shorthand)
         return instruction, end
+
+    def _shape(self, text: str, pos: int) -> tuple[str, int]:
+        """The result shape's text (blanks normalized, interned) and its end. A tuple shape's
+        text, up to its matching `)`, is parsed once per distinct text: a tuple-shaped statement
+        (while, custom-call, fusion, parameter) always takes this path, and their shapes repeat."""
+        tuples = self.parser._tuple_shapes
+        if text[pos] == "(":
+            tail = _SHAPE_TAIL.search(text, pos)
+            known = tuples.get(text[pos : tail.start() + 1]) if tail is not None else None
+            if known is not None:
+                return known, tail.start() + 1
+        _, shape_end = parse_shape_prefix(text, pos)
+        shape_text = " ".join(text[pos:shape_end].split())
+        shape_text = self.parser._intern.setdefault(shape_text, shape_text)
+        if text[pos] == "(":
+            tuples[text[pos:shape_end]] = shape_text
+        return shape_text, shape_end
 
     def _nested_operands(self, text: str, paren: int, close: int, line_number: int) -> str:
         """Adds each operand written as an instruction; the operand then names it."""

@@ -20,6 +20,7 @@ entry computation its header declares is missing.
 """
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Iterable
 from pathlib import PurePath
@@ -28,6 +29,7 @@ from hloscope.errors import ParseError, SourceLocation
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation, HloModule
 from hloscope.model.scan import (
+    blank_block_comments,
     bracket_balance,
     split_top_level,
     strip_line_comment,
@@ -42,12 +44,21 @@ _FAST_INSTRUCTION = re.compile(
     r"[ \t]*(ROOT[ \t]+)?" + _NAME + r"[ \t]*=[ \t]*(" + _ARRAY_SHAPE + r")[ \t]+"
     r"([a-z][a-z0-9\-]*)\(([^()\"]*)\)(?=[ \t]*(?:,|\r?\n?$))"
 )
+# A tuple-shaped one-line instruction: its shape (up to the `)` before the opcode) is looked up
+# among the tuple shapes the careful path has already parsed; a new one takes the careful path.
+_FAST_TUPLE_HEAD = re.compile(r"[ \t]*(ROOT[ \t]+)?" + _NAME + r"[ \t]*=[ \t]*(?=\()")
+_TUPLE_TAIL = re.compile(
+    r"\)[ \t]+([a-z][a-z0-9\-]*)\(([^()\"]*)\)(?=[ \t]*(?:,|\r?\n?$))"
+)
 # A line that starts `[ROOT] name =` begins a new instruction, unless the statement before it
 # is still open (a bracket, or a trailing `,` or `=`).
 _INSTRUCTION_START = re.compile(r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=")
 _COMPUTATION_HEADER = re.compile(
     r"\s*(ENTRY\s+)?" + _NAME + r"\s*(?:(\(.*\))\s*->\s*(.+?))?\s*\{\s*$", re.S
 )
+_PARAMETER_ITEM = r"\s*%?[A-Za-z_][\w.\-]*\s*:\s*" + _ARRAY_SHAPE + r"\s*"
+_ARRAY_PARAMETERS = re.compile(r"\((?:" + _PARAMETER_ITEM + r"(?:," + _PARAMETER_ITEM + r")*)?\)")
+_ARRAY_PARAMETER = re.compile(r"%?([A-Za-z_][\w.\-]*)\s*:\s*(" + _ARRAY_SHAPE + ")")
 _COMPUTATION_CLOSE = re.compile(r"\s*\}\s*(,.*)?$", re.S)
 _EXECUTION_THREAD = re.compile(r'execution_thread\s*=\s*"([^"]*)"')
 _MODULE_HEADER = re.compile(r"\s*HloModule\s+" + _NAME)
@@ -73,6 +84,7 @@ class TextParser:
         self._in_block_comment = False
         self._last_line = ""
         self._intern: dict[str, str] = {}
+        self._tuple_shapes: dict[str, str] = {}  # tuple shape as written -> its shape text
         self._reader = InstructionReader(self)
         self._opcodes: dict[str, str] = {}  # opcode as written -> as XLA builds it (async-done)
 
@@ -83,8 +95,13 @@ class TextParser:
         self._last_line = line
         if self.computation is not None and not self._pending and not self._in_block_comment:
             match = _FAST_INSTRUCTION.match(line)
-            if match and _simple_complete_line(line):
-                self._add_fast(match, line)
+            if match is not None:
+                if (line.count("{") == line.count("}") and line.count("(") == line.count(")")
+                        and "//" not in line and "/*" not in line
+                        and not line.rstrip().endswith(_OPEN_ENDINGS)):  # _simple_complete_line
+                    self._add_fast(match, line)
+                    return
+            elif self._add_fast_tuple(line):
                 return
         self._feed_general(line)
 
@@ -203,7 +220,27 @@ class TextParser:
         if shape_text not in intern:
             self._check_shape(line, match.start(3), shape_text)
             intern[shape_text] = shape_text
-        shape_text = intern[shape_text]
+        self._add(root, name, intern[shape_text], opcode, match.span(5), line)
+
+    def _add_fast_tuple(self, line: str) -> bool:
+        """A one-line instruction with a tuple shape parsed before (see _FAST_TUPLE_HEAD)."""
+        head = _FAST_TUPLE_HEAD.match(line)
+        if head is None:
+            return False
+        if "/*" in line:  # `/*index=5*/` in a long tuple: blanked, as the careful path does
+            line = blank_block_comments(line)
+        start = head.end()
+        tail = _TUPLE_TAIL.search(line, start)
+        if tail is None:
+            return False
+        shape_text = self._tuple_shapes.get(line[start : tail.start() + 1])
+        if shape_text is None or not _simple_complete_line(line[tail.start() + 1 :]):
+            return False
+        self._add(head.group(1), head.group(2), shape_text, tail.group(1), tail.span(2), line)
+        return True
+
+    def _add(self, root: str | None, name: str, shape_text: str, opcode: str,
+             operands: tuple[int, int], line: str) -> None:
         known = self._opcodes.get(opcode)
         if known is None:
             shorthand = async_shorthand(opcode)
@@ -212,7 +249,7 @@ class TextParser:
                 return
             known = self._opcodes[opcode] = shorthand[1] if shorthand else opcode
         opcode = known
-        start, end = match.span(5)
+        start, end = operands
         instruction = Instruction(name, opcode, shape_text, line, start, end, self.line_number,
                                   root is not None, self.source)
         if root is not None:
@@ -352,13 +389,18 @@ class TextParser:
         if not match.group(3):
             return ()
         start, end = match.start(3), match.end(3) - 1
+        if _ARRAY_PARAMETERS.fullmatch(match.group(3)):  # no tuple, comment or string: one regex
+            found = [(name, " ".join(shape.split()) if " " in shape else shape)
+                     for name, shape in _ARRAY_PARAMETER.findall(match.group(3))]
+            return tuple((name, self._intern.setdefault(shape, shape)) for name, shape in found)
         found = []
         try:
             for item_start, item_end in split_top_level(text, start + 1, end):
                 name, colon, shape = text[item_start:item_end].partition(":")
                 if not colon:
                     raise TextSyntaxError("expected 'name: shape'", item_start)
-                found.append((name.strip().lstrip("%"), " ".join(shape.split())))
+                shape = " ".join(shape.split())
+                found.append((name.strip().lstrip("%"), self._intern.setdefault(shape, shape)))
         except TextSyntaxError as error:
             raise self._located(text, line_number, error.offset, error.message) from None
         return tuple(found)
@@ -439,8 +481,11 @@ def _simple_complete_line(line: str) -> bool:
         and line.count("(") == line.count(")")
         and "//" not in line
         and "/*" not in line
-        and not line.rstrip().endswith((",", "=", "{", "(", "["))
+        and not line.rstrip().endswith(_OPEN_ENDINGS)
     )
+
+
+_OPEN_ENDINGS = (",", "=", "{", "(", "[")
 
 
 def _first_nonblank(text: str) -> int:
@@ -452,11 +497,22 @@ def _blanks(text: str, pos: int) -> int:
 
 
 def parse_lines(lines: Iterable[str], source: str) -> list[HloModule]:
-    """Parses every module in `lines` (an open text file streams without being held in memory)."""
+    """Parses every module in `lines` (an open text file streams without being held in memory).
+
+    Python's cyclic collector is paused meanwhile: the parse allocates an object per instruction,
+    and each automatic collection of the oldest generation would traverse every one made so far
+    (what the parse builds holds no cycle that needs the collector)."""
     parser = TextParser(source)
-    for line in lines:
-        parser.feed(line)
-    return parser.finish()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for line in lines:
+            parser.feed(line)
+        return parser.finish()
+    finally:
+        parser._reader = None  # type: ignore[assignment]  # breaks the parser <-> reader cycle:
+        if was_enabled:  # its tables are freed now, not at a later collection
+            gc.enable()
 
 
 def parse_text(text: str, source: str = "<text>") -> list[HloModule]:

@@ -6,6 +6,8 @@ operands name instructions of the same computation, and called computations exis
 """
 from __future__ import annotations
 
+import gc
+
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation, HloModule
 
@@ -27,7 +29,20 @@ _TYPED_ACCESSORS = {
 
 
 def validate(module: HloModule) -> None:
-    """Raises ParseError at the first malformed or dangling piece of the module."""
+    """Raises ParseError at the first malformed or dangling piece of the module.
+
+    Python's cyclic collector is paused meanwhile, as during the parse (hloscope.parsers.text):
+    what it builds holds no cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _validate(module)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _validate(module: HloModule) -> None:
     module.entry_computation_layout  # noqa: B018  (parsing is the check)
     module.input_output_alias  # noqa: B018
     for computation in module.computations.values():
@@ -46,9 +61,20 @@ def _validate_computation(module: HloModule, computation: Computation) -> None:
 
 
 def _validate_attributes(module: HloModule, instruction: Instruction) -> None:
-    present = set(instruction.attribute_names)
-    for key, accessor in _TYPED_ACCESSORS.items():
-        if key in present:
+    """Every attribute split and every typed one converted; the split is dropped afterwards when
+    the load had not made it, so that validating keeps the loaded module's memory."""
+    split_before = instruction._attributes is not None  # noqa: SLF001  (same layer's model)
+    try:
+        _typed_attributes(module, instruction)
+    finally:
+        if not split_before:
+            instruction._attributes = None  # noqa: SLF001
+
+
+def _typed_attributes(module: HloModule, instruction: Instruction) -> None:
+    for key in instruction.attribute_names:  # in the text's order: the first malformed fails
+        accessor = _TYPED_ACCESSORS.get(key)
+        if accessor is not None:
             getattr(instruction, accessor)
     for called in instruction.called_computations:
         if called not in module.computations:

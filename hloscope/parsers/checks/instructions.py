@@ -15,7 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from hloscope.model.instruction import CALLED_COMPUTATION_KEYS, Instruction
+from hloscope.model.instruction import (
+    _LAST_WORD_OF_ITEM,
+    _PLAIN_OPERANDS,
+    CALLED_COMPUTATION_KEYS,
+    Instruction,
+)
 from hloscope.model.module import Computation
 from hloscope.model.scan import split_top_level
 from hloscope.model.shape_text import TextSyntaxError, parse_shape_prefix
@@ -37,48 +42,65 @@ _PADDING = re.compile(r"-?\d+_-?\d+(?:_\d+)?(?:x-?\d+_-?\d+(?:_\d+)?)*")
 _ACCURACY_MODE = re.compile(r"\{\s*mode\s*=\s*([\w-]+)\s*\}")
 _ACCURACY_TOLERANCE = re.compile(r"\{\s*tolerance\s*=\s*\{([^{}]*)\}\s*\}")
 _CALLED_KEYS = frozenset(CALLED_COMPUTATION_KEYS)
-_ARITY_CHECKED = frozenset(FIXED_ARITY) | frozenset(MIN_ARITY)
 _CALLED_VALUES = re.compile(r"[,\s](?:" + "|".join(CALLED_COMPUTATION_KEYS) +
                             r")\s*=\s*(\{[^{}]*\}|%?[\w.\-]+)")
 _NAME_IN_LIST = re.compile(r"%?([\w.\-]+)")
 # Keys whose value is checked beyond being allowed.
 _SPECIAL = frozenset({"control-predecessors", "use_global_device_ids", "api_version",
                       "result_accuracy", "padding", *CALLED_COMPUTATION_KEYS})
+# Operand counts an opcode takes: (at least, at most).
+_ARITY = {**{op: (count, count) for op, count in FIXED_ARITY.items()},
+          **{op: (count, 1 << 30) for op, count in MIN_ARITY.items()}}
 _ALLOWED = {op: GENERIC_ATTRIBUTES | NEWER_ATTRIBUTES | set(extra)
             for op, extra in OPCODE_ATTRIBUTES.items()}
 
 
-def check_computation(computation: Computation,
-                      above: Mapping[str, object]) -> None:
+def check_computation(computation: Computation, above: Mapping[str, object],
+                      memo: set[tuple[str, str, str]] | None = None) -> None:
     """Raises a located ParseError at the first instruction XLA's parser would refuse; `above`
-    names the computations defined before this one, the only ones it may call."""
+    names the computations defined before this one, the only ones it may call. `memo` holds what
+    passed already, shared by the module's computations: ("", shape text, literal) of a
+    constant, (opcode, attribute keys) of an instruction (both repeat across a module)."""
+    memo = set() if memo is None else memo
     defined: dict[str, Instruction] = {}
     parameters: dict[int, Instruction] = {}
-    contains = defined.__contains__
     find_keys = _KEY_CANDIDATE.findall
+    plain, words = _PLAIN_OPERANDS.fullmatch, _LAST_WORD_OF_ITEM.findall
+    arity = _ARITY.get
     for instruction in computation.instructions:
-        if contains(instruction.name):
-            raise instruction.error(f"instruction {instruction.name} is defined twice (first at "
-                                    f"line {defined[instruction.name].line})",
-                                    _name_offset(instruction))
-        opcode, text, end = instruction.opcode, instruction.text, instruction.operands_end
+        name = instruction.name
+        if name in defined:
+            raise instruction.error(f"instruction {name} is defined twice (first at "
+                                    f"line {defined[name].line})", _name_offset(instruction))
+        opcode, text = instruction.opcode, instruction.text
+        start, end = instruction.operands_start, instruction.operands_end
         if opcode == "parameter":
             _check_parameter(instruction, parameters)
         elif opcode == "constant":
-            check_literal(instruction, instruction.shape)
+            key = ("", instruction.shape_text, text[start:end])  # no opcode is ""
+            if key not in memo:
+                check_literal(instruction, instruction.shape)
+                memo.add(key)
         else:
-            operands = instruction.operands
-            if not all(map(contains, operands)):
-                _undefined_operand(instruction, operands, defined)
-            if opcode in _ARITY_CHECKED:
+            operand_text = text[start:end]
+            operands = words(operand_text) if plain(operand_text) else instruction.operands
+            for operand in operands:
+                if operand not in defined:
+                    _undefined_operand(instruction, tuple(operands), defined)
+            bounds = arity(opcode)
+            if bounds is not None and not bounds[0] <= len(operands) <= bounds[1]:
                 _check_arity(instruction, len(operands))
-            if text.find("[", instruction.operands_start, end) >= 0:
+            if "[" in operand_text:
                 _check_operand_shapes(instruction, defined)
         if end + 1 < len(text):
-            keys = set(find_keys(text, end))
-            if keys and not (keys <= _ALLOWED.get(opcode, keys) and keys.isdisjoint(_SPECIAL)):
-                _check_attributes(above, instruction, keys, defined)
-        defined[instruction.name] = instruction
+            keys = (opcode, *find_keys(text, end))
+            if len(keys) > 1 and keys not in memo:
+                found = set(keys[1:])
+                if not (found <= _ALLOWED.get(opcode, found) and found.isdisjoint(_SPECIAL)):
+                    _check_attributes(above, instruction, found, defined)
+                else:
+                    memo.add(keys)
+        defined[name] = instruction
 
 
 def _name_offset(instruction: Instruction) -> int:
