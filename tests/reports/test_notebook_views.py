@@ -22,7 +22,8 @@ CPU_FULL = FIXTURES / "cpu" / "remat-full"
 OOM = FIXTURES / "tpu-v5e-2x2-oom"
 TRACE = FIXTURES / "cpu-trace" / "full-scan"
 CHARTED = {"MemoryResult", "OomDiagnosis", "FlopsResult"}
-SUMMARY_ONLY = {"snapshot", "build"}  # reports of headline figures, without tables
+SUMMARY_ONLY = {"snapshot"}  # a report of headline figures, without tables (a build lists its
+# checkpoint names in a table)
 
 
 def _module_name(folder: Path) -> str:
