@@ -42,3 +42,13 @@ def test_stated_timings_are_the_committed_medians() -> None:
         seconds = float(value) * (60 if unit == "min" else 1)
         tolerance = 0.05 * 60 if unit == "min" else 0.05
         assert abs(seconds - medians[kind]) <= tolerance, (value, unit, kind, medians)
+
+
+def test_the_stated_suite_time_is_the_committed_median() -> None:
+    readme = (REPO / "README.md").read_text()
+    stated = re.findall(r"the test suite took ([\d.]+) s", readme)
+    assert stated, "the README states how long its test command takes"
+    median = re.search(r"^test suite .*\n(?:  run.*\n)*  median: ([\d.]+) s", RESULTS.read_text(),
+                       re.M)
+    assert median is not None
+    assert all(abs(float(value) - float(median.group(1))) <= 0.05 for value in stated)
