@@ -4,7 +4,8 @@
 duplicated or moved line, a few shuffled lines, flipped characters, or an inserted token from
 HLO's own vocabulary. `garble_json(text, rng)` does the same to a JSON document. The seed modules
 are small real ones (`seed_modules()`): the shared corpus's files under 20 kB that XLA's parser
-and hloscope's checks accept, and the hand-written scheduled module of `small_modules`.
+and hloscope's checks accept, and the hand-written scheduled modules of `small_modules` (one
+with a while loop and a conditional).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from small_modules import GOOD
+from small_modules import GOOD, LOOPS
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 MAX_SEED_BYTES = 20_000
@@ -26,7 +27,7 @@ TOKENS = ("ROOT ", "%x", "{", "}", "(", ")", "[", "]", ",", "=", "f32[]", "f32[4
 
 def seed_modules() -> list[tuple[str, str]]:
     """(name, text) of the small real modules mutations start from (the corpus's when present)."""
-    found = [("small_modules.GOOD", GOOD)]
+    found = [("small_modules.GOOD", GOOD), ("small_modules.LOOPS", LOOPS)]
     if CORPUS.is_dir():
         for path in sorted(CORPUS.glob("*")):
             if path.suffix in (".hlo", ".txt") and path.stat().st_size <= MAX_SEED_BYTES:
