@@ -217,14 +217,34 @@ def takes_layers(factory: Callable[..., Any]) -> bool:
 
 
 def step_source(factory: Callable[..., Any]) -> dict[str, Any]:
-    """The StepConfig fields naming a callable: pickled by value (its module too, unless
-    installed), its hash, and whether it takes `layers`."""
+    """The StepConfig fields naming a callable: by reference (`FILE.py:function`, as `--step`
+    gives it) when it is a top-level function of a module loaded from a file, so the child
+    imports it as the module's author meant (classes pickled by value lose their metaclass
+    behaviour: an equinox Module's fields become unassignable); else pickled by value (its
+    module too, unless installed). With its hash, and whether it takes `layers`."""
+    from hloscope.spec.step import file_hash
     from hloscope.workloads.capture import _pickled
 
+    path = _defining_file(factory)
+    if path is not None:
+        return {"factory": f"{path}:{factory.__name__}", "source_hash": file_hash(path),
+                "takes_layers": takes_layers(factory)}
     data = _pickled(factory, factory)
     return {"factory": _name(factory), "payload": base64.b64encode(data).decode(),
             "source_hash": hashlib.sha256(data).hexdigest()[:16],
             "takes_layers": takes_layers(factory)}
+
+
+def _defining_file(factory: Callable[..., Any]) -> Path | None:
+    """The .py file whose module defines `factory` at top level, None for __main__, lambdas,
+    closures and anything not found by its name in its module."""
+    module = sys.modules.get(getattr(factory, "__module__", None) or "")
+    if module is None or module.__name__ == "__main__":
+        return None
+    if getattr(module, getattr(factory, "__name__", ""), None) is not factory:
+        return None
+    file = getattr(module, "__file__", None)
+    return Path(file).resolve() if file and file.endswith(".py") else None
 
 
 def reference_takes_layers(reference: str) -> bool:
