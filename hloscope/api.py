@@ -11,6 +11,7 @@ functions (or, where they need an intermediate for their report, the same analys
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -338,7 +339,9 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
           num_slices: int | None = None, allow_any_topology: bool = False,
           xla_flags: Sequence[str] = (), search_window: int | None = None,
           max_probes: int | None = None, step: str | None = None, search: str | None = None,
-          capacity: int | None = None, **overrides: Any) -> SweepResult | FrontierResult:
+          capacity: int | None = None, names: str | Sequence[str] | None = None,
+          choices: str | Sequence[str] | None = None,
+          **overrides: Any) -> SweepResult | FrontierResult:
     """Compiles the remat variants `policies` ("all", a comma-separated list or a list of
     names, per-tensor `names:...` policies among them: hloscope.spec.policies) of a built-in
     transformer (`model` with config `overrides`, or a whole `config`) — or of the
@@ -352,8 +355,10 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
     `num_slices`, `allow_any_topology` and `xla_flags` as in `build`. `search="frontier"`
     ignores `policies`: per batch of `grid` it finds the fastest per-tensor `names:` policy
     that fits `capacity` bytes (default: the device's), predicted from compiled `full`
-    baselines and confirmed by few compiles (`hloscope.sweeps.frontier`); it returns a
-    FrontierResult. `search="batch"` is `search_batch=True`."""
+    baselines and confirmed by few compiles (`hloscope.sweeps.frontier`), varying only `names`
+    (default: every residual name of the block; the others recomputed) over `choices`
+    (default: device, offload, remat); it returns a FrontierResult.
+    `search="batch"` is `search_batch=True`."""
     from hloscope.sweeps.core import run_sweep_folder
 
     if search not in (None, "batch", "frontier"):
@@ -369,7 +374,7 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
                                 executor, jobs, retries, cache, timeout, num_slices=num_slices,
                                 allow_any_topology=allow_any_topology, xla_flags=xla_flags,
                                 **overrides)
-        return run_frontier(request, capacity, force)
+        return run_frontier(request, capacity, force, names, choices)
     search_batch = search_batch or search == "batch"
 
     request = sweep_request(model, policies, target, output, config, grid, search_batch,
@@ -497,11 +502,27 @@ def report(*inputs: ModuleLike, output: str | Path | None = None, force: bool = 
 
     if not inputs:
         raise UsageError("report needs at least one input")
-    loaded = report_inputs(list(inputs), module, capacity, lenient)
-    html = render_page(report_page(loaded, title, top))
+    frontier = _frontier_file(inputs)
+    if frontier is not None:
+        from hloscope.reports.html_report import frontier_page
+
+        html = render_page(frontier_page(json.loads(frontier.read_text()), title))
+    else:
+        loaded = report_inputs(list(inputs), module, capacity, lenient)
+        html = render_page(report_page(loaded, title, top))
     if output is not None:
         write_file(output, html, force)
     return html
+
+
+def _frontier_file(inputs: tuple[Any, ...]) -> Path | None:
+    """The frontier.json of a lone `sweep --search frontier` folder among `inputs`."""
+    from hloscope.sweeps.frontier_run import FRONTIER_FILE
+
+    if len(inputs) != 1 or not isinstance(inputs[0], str | Path):
+        return None
+    found = Path(inputs[0]) / FRONTIER_FILE
+    return found if found.is_file() else None
 
 
 def report_inputs(sources: list[Any], module: str | None = None,

@@ -1,6 +1,7 @@
 """`hloscope sweep`: compile remat variants, rank them, name the fastest that fits."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -51,6 +52,16 @@ from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 @click.option("--capacity", metavar="SIZE", default=None,
               help="--search frontier: device memory per device (e.g. 16GiB; default: the "
                    "target device's).")
+@click.option("--names", "names", metavar="LIST", default=None,
+              help="--search frontier: vary only these block names (e.g. qkv,attn_out,"
+                   "mlp_hidden; the others are recomputed; default: every residual name; "
+                   "`hloscope policies --model M` lists them).")
+@click.option("--choices", "choices", metavar="LIST", default=None,
+              help="--search frontier: the choices each name may take (default: "
+                   "device,offload,remat).")
+@click.option("--plot", "plot", metavar="FILE", default=None,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="--search frontier: draw the frontier to FILE (.png, .svg or .pdf).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=1 << 16, show_default=True,
               help="Upper limit of --search batch.")
 @click.option("--search-window", type=click.IntRange(min=1), default=DEFAULT_WINDOW,
@@ -79,6 +90,7 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
             grid: Grid, policies: str, target: str,
             xla_flags: tuple[str, ...], search: str | None, max_batch: int,
             search_window: int, max_probes: int, capacity: str | None,
+            names: str | None, choices: str | None, plot: Path | None,
             executor: ExecutorSpec, jobs: int | None,
             retries: int, folder: Path | None, force: bool, cache_root: Path | None,
             timeout: float, fmt: str, progress: ProgressSettings) -> int:
@@ -97,7 +109,10 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
             raise click.UsageError("--search frontier predicts the built-in model's per-tensor "
                                    "policies; it does not take --step")
         return _frontier(model or "", config, grid, target, xla_flags, executor, jobs, retries,
-                         folder, force, cache_root, timeout, capacity, fmt)
+                         folder, force, cache_root, timeout, capacity, fmt,
+                         FrontierOptions(names, choices, plot))
+    if names is not None or choices is not None or plot is not None:
+        raise click.UsageError("--names, --choices and --plot go with --search frontier")
     request = sweep_request(model or "", policies, target, folder, config, grid, search == "batch",
                             max_batch, executor, jobs, retries, cache_root, timeout,
                             xla_flags=xla_flags, search_window=search_window,
@@ -114,17 +129,34 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
     return EXIT_OK if result.winner is not None else EXIT_CHECK_FAILED
 
 
+@dataclass(frozen=True)
+class FrontierOptions:
+    """--search frontier's own options: the names and choices it varies, the plot file."""
+
+    names: str | None
+    choices: str | None
+    plot: Path | None
+
+
 def _frontier(model: str, config: TransformerConfig, grid: Grid, target: str,
               xla_flags: tuple[str, ...], executor: ExecutorSpec, jobs: int | None,
               retries: int, folder: Path | None, force: bool, cache_root: Path | None,
-              timeout: float, capacity: str | None, fmt: str) -> int:
+              timeout: float, capacity: str | None, fmt: str, options: FrontierOptions) -> int:
     from hloscope.reports.frontier import frontier_report
+    from hloscope.reports.renderers.plot import check_plot_path
     from hloscope.sweeps.frontier_run import run_frontier
     from hloscope.units import parse_bytes
 
     request = sweep_request(model, "full", target, folder, config, grid, False,
                             executor=executor, jobs=jobs, retries=retries, cache=cache_root,
                             timeout=timeout, xla_flags=xla_flags)
-    result = run_frontier(request, None if capacity is None else parse_bytes(capacity), force)
+    if options.plot is not None:
+        check_plot_path(options.plot)  # before any compile
+    result = run_frontier(request, None if capacity is None else parse_bytes(capacity), force,
+                          options.names, options.choices)
+    if options.plot is not None:
+        from hloscope.reports.renderers.frontier_plot import plot_frontier
+
+        plot_frontier(result.to_dict(), options.plot)
     emit(frontier_report(result), fmt, None, False)
     return EXIT_OK if any(result.winners.values()) else EXIT_CHECK_FAILED

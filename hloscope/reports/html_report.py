@@ -60,3 +60,20 @@ def _input_section(number: int, item: ModuleOverview, top: int) -> Section:
                                           flops_svg(item.flops), {"input": item.label})]
     blocks.append(remat_report(item.remat))
     return Section(f"input-{number}", item.label, blocks)
+
+
+FRONTIER_CAPTION = ("Left: predicted tokens/s per device of the fastest fitting row of each "
+                    "policy family (stars: each batch's winner). Right: predicted (hollow) "
+                    "and compiled (filled) device bytes, and the capacity line")
+
+
+def frontier_page(data: dict, title: str | None = None) -> Page:
+    """The page of a `sweep --search frontier` result (its frontier.json)."""
+    from hloscope.reports.frontier import frontier_report
+    from hloscope.reports.renderers.frontier_plot import frontier_svg
+
+    blocks: list = [Figure("frontier", FRONTIER_CAPTION, frontier_svg(data),
+                           {"capacity-bytes": str(data["capacity_bytes"])}),
+                    frontier_report(data)]
+    return Page(title or "hloscope report: per-tensor policy frontier",
+                [Section("frontier", "Frontier", blocks)])

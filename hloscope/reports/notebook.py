@@ -29,6 +29,7 @@ from hloscope.frames import register_view
 from hloscope.reports.check import check_report, snapshot_report
 from hloscope.reports.compare import compare_report
 from hloscope.reports.flops import flops_report
+from hloscope.reports.frontier import frontier_report
 from hloscope.reports.inspect import inspect_report
 from hloscope.reports.memory import memory_report
 from hloscope.reports.oom import oom_report
@@ -39,6 +40,7 @@ from hloscope.reports.report import Report
 from hloscope.reports.sweep import build_report, sweep_report
 from hloscope.reports.trace import trace_report
 from hloscope.sweeps.core import SweepResult
+from hloscope.sweeps.frontier import FrontierResult
 
 TOP = 20
 VIEW_CLASS = "hloscope-view"
@@ -147,10 +149,17 @@ def _sweep(result: SweepResult, kind: str) -> str:
     return view(sweep_report(result), kind)
 
 
+@register_view(FrontierResult)
+def _frontier(result: FrontierResult, kind: str) -> str:
+    from hloscope.reports.renderers.frontier_plot import frontier_svg
+
+    return view(frontier_report(result), kind, [lambda: frontier_svg(result.to_dict())])
+
+
 def registered() -> tuple[type, ...]:
     """The result classes with a notebook view (for tests and docs)."""
     return (InspectResult, FlopsResult, RematResult, MemoryResult, OomDiagnosis, CompareResult,
-            Snapshot, CheckResult, TraceResult, BuildSummary, SweepResult)
+            Snapshot, CheckResult, TraceResult, BuildSummary, SweepResult, FrontierResult)
 
 
 __all__ = ["TOP", "registered", "view"]

@@ -18,7 +18,7 @@ one, `compiles` the compiles made (baselines included; cache hits are not compil
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,7 @@ class FrontierResult(Rendered):
     compiles: int
     candidates: int
     baselines: list[Baseline] = field(default_factory=list)
+    choices: tuple[str, ...] = CHOICES
 
     @property
     def winners(self) -> dict[int, str | None]:
@@ -76,7 +77,8 @@ class FrontierResult(Rendered):
 
     def to_dict(self) -> dict[str, Any]:
         return {"search": "frontier", "capacity_bytes": self.capacity,
-                "names": list(self.names), "batches": list(self.batches),
+                "names": list(self.names), "choices": list(self.choices),
+                "batches": list(self.batches),
                 "winners": {str(b): w for b, w in self.winners.items()},
                 "compiles": self.compiles, "candidates": self.candidates,
                 "rows": self.rows, "baselines": [b.to_dict() for b in self.baselines]}
@@ -87,10 +89,33 @@ class FrontierResult(Rendered):
         return {"frontier": [{k: row[k] for k in keep} for row in self.rows]}
 
 
-def policy_space(names: tuple[str, ...]) -> list[str]:
-    """Every `names:` policy over `names`, in their stored form (`spec.tensors`)."""
-    return [encode_named(dict(zip(names, combo, strict=True)), names)
-            for combo in itertools.product(CHOICES, repeat=len(names))]
+def policy_space(names: tuple[str, ...], block: tuple[str, ...] | None = None,
+                 choices: tuple[str, ...] = CHOICES) -> list[str]:
+    """Every `names:` policy choosing one of `choices` for each of `names`, the block's other
+    names (`block`, default `names`) recomputed, in their stored form (`spec.tensors`)."""
+    block = names if block is None else block
+    return [encode_named(dict(zip(names, combo, strict=True)), block)
+            for combo in itertools.product(choices, repeat=len(names))]
+
+
+def restrict(searchable: tuple[str, ...], names: str | Sequence[str] | None,
+             choices: str | Sequence[str] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names (`--names a,b`) and choices (`--choices device,remat`) a search varies:
+    default all; an unknown one is refused with the valid ones listed."""
+    return (_subset(names, searchable, "name"), _subset(choices, CHOICES, "choice"))
+
+
+def _subset(given: str | Sequence[str] | None, valid: tuple[str, ...],
+            what: str) -> tuple[str, ...]:
+    if given is None:
+        return valid
+    items = [i.strip() for i in (given.split(",") if isinstance(given, str) else given)]
+    items = list(dict.fromkeys(filter(None, items)))
+    unknown = [i for i in items if i not in valid]
+    if unknown or not items:
+        raise UsageError(f"unknown {what} {', '.join(map(repr, unknown)) or '(none given)'} "
+                         f"for --search frontier; valid: {', '.join(valid)}")
+    return tuple(i for i in valid if i in items)
 
 
 class FrontierSearch:

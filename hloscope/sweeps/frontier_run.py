@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from hloscope.analyses.oom.categories import INPUTS, MODEL_STATE, breakdown, category_bytes
@@ -14,7 +15,13 @@ from hloscope.errors import UsageError
 from hloscope.spec.policies import parse_variant
 from hloscope.spec.targets import parse_target
 from hloscope.sweeps.core import SweepRequest, run_sweep, validate
-from hloscope.sweeps.frontier import FrontierResult, FrontierSearch, frontier_names, policy_space
+from hloscope.sweeps.frontier import (
+    FrontierResult,
+    FrontierSearch,
+    frontier_names,
+    policy_space,
+    restrict,
+)
 from hloscope.sweeps.grid import Grid
 from hloscope.workloads.build import prepare_folder
 
@@ -33,8 +40,12 @@ def frontier_capacity(request: SweepRequest, capacity: int | None) -> int:
 
 
 def run_frontier(request: SweepRequest, capacity: int | None = None,
-                 force: bool = False) -> FrontierResult:
-    """The frontier of `request`'s grid (one sequence length; its batches)."""
+                 force: bool = False, names: str | Sequence[str] | None = None,
+                 choices: str | Sequence[str] | None = None) -> FrontierResult:
+    """The frontier of `request`'s grid (one sequence length; its batches), varying `names`
+    over `choices` (default: every residual name, every choice; the others recomputed)."""
+    block = frontier_names(request.base)
+    names, choices = restrict(block, names, choices)
     limit = frontier_capacity(request, capacity)
     grid = request.sweep_grid
     if len(grid.seq_lens) != 1:
@@ -42,7 +53,6 @@ def run_frontier(request: SweepRequest, capacity: int | None = None,
     validate(dataclasses.replace(request, grid=grid))
     if request.out_dir is not None:
         prepare_folder(request.out_dir, force)
-    names = frontier_names(request.base)
     rounds = iter(range(1, 1 << 20))
 
     def compile_batch(policies: list[str], batch: int):
@@ -56,8 +66,10 @@ def run_frontier(request: SweepRequest, capacity: int | None = None,
                                        else None, o.folder) for o in result.outcomes}
         return built, result.compiles + result.cache_hits
 
-    result = FrontierSearch(compile_batch, baseline_from_build, policy_space(names),
-                            grid.batches, limit, names).run()
+    space = policy_space(names, block, choices)
+    result = FrontierSearch(compile_batch, baseline_from_build, space, grid.batches, limit,
+                            names).run()
+    result = dataclasses.replace(result, choices=choices)
     if request.out_dir is not None:
         (Path(request.out_dir) / FRONTIER_FILE).write_text(
             json.dumps(result.to_dict(), indent=1) + "\n")

@@ -21,7 +21,7 @@ CPU = FIXTURES / "cpu" / "remat-none"
 CPU_FULL = FIXTURES / "cpu" / "remat-full"
 OOM = FIXTURES / "tpu-v5e-2x2-oom"
 TRACE = FIXTURES / "cpu-trace" / "full-scan"
-CHARTED = {"MemoryResult", "OomDiagnosis", "FlopsResult"}
+CHARTED = {"MemoryResult", "OomDiagnosis", "FlopsResult", "FrontierResult"}
 SUMMARY_ONLY = {"snapshot"}  # a report of headline figures, without tables (a build lists its
 # checkpoint names in a table)
 
@@ -46,9 +46,21 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     sweep = hloscope.sweep(model="tiny", policies="none", target="cpu",
                            output=folder / "sweep", n_layers=1)
     found["sweep"] = sweep
+    found["frontier"] = _frontier()
     manifest = next((folder / "sweep").rglob("manifest.json"))
     found["build"] = _summary_of(manifest.parent)  # the sweep's build, as `build` returns it
     return found
+
+
+def _frontier():
+    """A hand-built frontier result (its search is tested in tests/sweeps)."""
+    from hloscope.sweeps.frontier import FrontierResult
+
+    row = {"batch": 4, "policy": "names:qkv=device", "choices": {"qkv": "device"},
+           "status": "compiled", "chosen": True, "predicted_bytes": 90 << 20,
+           "compiled_bytes": 95 << 20, "prediction_error": -0.05, "predicted_step_s": 0.5,
+           "fits": True, "predicted_tokens_per_s": 4000.0}
+    return FrontierResult(100 << 20, (4,), ("qkv",), [row], 2, 3)
 
 
 def _summary_of(folder: Path):

@@ -35,14 +35,20 @@ def check_plot_path(path: Path) -> None:
 
 def plot_timeline(result: MemoryResult, path: Path) -> None:
     """Writes the timeline of `result` to `path` (format from its suffix), atomically."""
+    write_plot(lambda axes: _draw(axes, result), path, figsize=(11, 4.5), dpi=120)
+
+
+def write_plot(draw: Callable[[Any], None], path: Path, **subplots: Any) -> None:
+    """Draws on `pyplot.subplots(**subplots)`'s axes and writes the figure to `path` (format
+    from its suffix), atomically."""
     check_plot_path(path)
     pyplot = load_pyplot()
-    figure, axes = pyplot.subplots(figsize=(11, 4.5), dpi=120)
+    figure, axes = pyplot.subplots(**subplots)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
                                          suffix=path.suffix)
     os.close(handle)
     try:
-        _draw(axes, result)
+        draw(axes)
         figure.tight_layout()
         figure.savefig(temporary, format=path.suffix.lower().lstrip("."))
         # mkstemp creates 0600; a plot is shared like any output file (0666 less the umask)
