@@ -6,11 +6,14 @@ whole `names:` space and confirmed by as few compiles as possible (no jax).
    for every named residual of the block (3^N policies) at every batch.
 2. Per batch, rounds: rank the candidates by predicted step time (then FLOPs, then bytes); the
    winner is the first whose known bytes (compiled when compiled, else predicted) fit the
-   capacity. Compile it unless it was, and in the first round also the candidate nearest
-   above the capacity boundary among the faster ones (the one a prediction slightly too high
-   would wrongly exclude). A compiled figure replaces the prediction: a wrong prediction
-   re-ranks and the next round compiles the new winner. It ends when the winner is compiled
-   and fits (or nothing fits, or after MAX_ROUNDS).
+   capacity. Compile it unless it was, and also the candidate nearest above the capacity
+   boundary among the strictly faster ones (the one a prediction slightly too high would
+   wrongly exclude). A compiled figure replaces the prediction, and calibrates the rest:
+   an uncompiled candidate's bytes are its prediction plus the error of the compiled candidate
+   nearest to it (fewest names chosen differently), so one compile that shows the predictor
+   high (XLA:CPU allocates less when a name is kept) or low moves its neighbours with it. A
+   wrong prediction re-ranks and the next round compiles the new winner. It ends when the
+   winner is compiled and fits (or nothing fits, or after MAX_ROUNDS).
 
 Rows are the compiled candidates and each batch's winner; `candidates` counts every predicted
 one, `compiles` the compiles made (baselines included; cache hits are not compiles).
@@ -39,6 +42,7 @@ class Candidate:
     compiled_bytes: int | None = None
     compiled_ok: bool = True  # the compile succeeded (False: an error, never chosen)
     folder: str | None = None
+    calibrated_bytes: int = 0  # the search's figure: compiled, or predicted + a neighbour's error
 
     @property
     def known_bytes(self) -> int:
@@ -165,12 +169,14 @@ class FrontierSearch:
 
     def _search(self, candidates: dict[str, Candidate], batch: int) -> Candidate | None:
         ranked = sorted(candidates.values(), key=_speed)
-        for round_number in range(MAX_ROUNDS):
+        for _ in range(MAX_ROUNDS):
+            compiled = [c for c in ranked if c.compiled_bytes is not None and c.compiled_ok]
+            for candidate in ranked:
+                candidate.calibrated_bytes = _calibrated(candidate, compiled)
             winner = next((c for c in ranked if c.compiled_ok
-                           and c.known_bytes <= self.capacity), None)
+                           and c.calibrated_bytes <= self.capacity), None)
             wanted = [] if winner is None or winner.compiled_bytes is not None else [winner]
-            if round_number == 0:
-                wanted += self._nearest_above(ranked, winner)
+            wanted += self._nearest_above(ranked, winner)
             if not wanted:
                 return winner
             built = self._compile([c.prediction.policy for c in wanted], batch)
@@ -183,17 +189,41 @@ class FrontierSearch:
 
     def _nearest_above(self, ranked: list[Candidate],
                        winner: Candidate | None) -> list[Candidate]:
-        """The candidate faster than the winner (any, without one) predicted just over the
-        capacity (the least bytes above it)."""
-        faster = ranked if winner is None else ranked[:ranked.index(winner)]
+        """The uncompiled candidate strictly faster than the winner (any, without one) whose
+        calibrated bytes are least above the capacity: the one a prediction slightly too high
+        would wrongly exclude. Asked every round, so a winner is confirmed only when no faster
+        candidate is left uncompiled next to the boundary (MAX_ROUNDS bounds it)."""
+        faster = ranked if winner is None else [
+            c for c in ranked if _speed(c)[:2] < _speed(winner)[:2]]
         above = [c for c in faster if c.compiled_bytes is None
-                 and c.prediction.device_bytes > self.capacity]
-        return sorted(above, key=lambda c: c.prediction.device_bytes)[:1]
+                 and c.calibrated_bytes > self.capacity]
+        return sorted(above, key=lambda c: c.calibrated_bytes)[:1]
 
     def _compile(self, policies: list[str], batch: int) -> dict[str, tuple[int | None, str]]:
         built, count = self.compile_batch(policies, batch)
         self.compiles += count
         return built
+
+
+def _calibrated(candidate: Candidate, compiled: list[Candidate]) -> int:
+    """Compiled bytes when compiled; else the prediction plus the error (compiled - predicted)
+    of the compiled candidate whose choices differ in the fewest names (the least error of
+    those at equal distance, so a tie never excludes a candidate); the prediction alone
+    before anything is compiled."""
+    if candidate.compiled_bytes is not None:
+        return candidate.compiled_bytes
+    predicted = candidate.prediction.device_bytes
+    if not compiled:
+        return predicted
+
+    def distance(other: Candidate) -> int:
+        mine, theirs = candidate.prediction.choices, other.prediction.choices
+        return sum(mine.get(n) != theirs.get(n) for n in set(mine) | set(theirs))
+
+    nearest = min(distance(c) for c in compiled)
+    error = min(c.known_bytes - c.prediction.device_bytes for c in compiled
+                if distance(c) == nearest)
+    return predicted + error
 
 
 def _speed(candidate: Candidate) -> tuple[float, int, int]:
