@@ -20,7 +20,7 @@ import hloscope
 from hloscope.analyses.cost.attribution import charges
 from hloscope.analyses.cost import CostAnalysis
 from hloscope.analyses.cost.flops import breakdowns
-from hloscope.analyses.cost.gc_pause import paused_gc
+from hloscope.gc_pause import paused_gc
 from hloscope.analyses.cost.remat import remat
 start = time.perf_counter()
 module = hloscope.load(sys.argv[1])

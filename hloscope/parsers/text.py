@@ -20,12 +20,12 @@ entry computation its header declares is missing.
 """
 from __future__ import annotations
 
-import gc
 import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
 from hloscope.errors import ParseError, SourceLocation
+from hloscope.gc_pause import paused_gc
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation, HloModule
 from hloscope.model.scan import (
@@ -503,16 +503,13 @@ def parse_lines(lines: Iterable[str], source: str) -> list[HloModule]:
     and each automatic collection of the oldest generation would traverse every one made so far
     (what the parse builds holds no cycle that needs the collector)."""
     parser = TextParser(source)
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for line in lines:
-            parser.feed(line)
-        return parser.finish()
-    finally:
-        parser._reader = None  # type: ignore[assignment]  # breaks the parser <-> reader cycle:
-        if was_enabled:  # its tables are freed now, not at a later collection
-            gc.enable()
+    with paused_gc():
+        try:
+            for line in lines:
+                parser.feed(line)
+            return parser.finish()
+        finally:  # breaks the parser <-> reader cycle: its tables are freed now, not later
+            parser._reader = None  # type: ignore[assignment]
 
 
 def parse_text(text: str, source: str = "<text>") -> list[HloModule]:

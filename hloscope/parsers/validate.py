@@ -6,8 +6,7 @@ operands name instructions of the same computation, and called computations exis
 """
 from __future__ import annotations
 
-import gc
-
+from hloscope.gc_pause import paused_gc
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation, HloModule
 
@@ -33,13 +32,8 @@ def validate(module: HloModule) -> None:
 
     Python's cyclic collector is paused meanwhile, as during the parse (hloscope.parsers.text):
     what it builds holds no cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         _validate(module)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _validate(module: HloModule) -> None:

@@ -9,7 +9,6 @@
     attribution.py    costs charged to scopes, layers and phases
     flops.py          `flops()`: the breakdowns of `hloscope flops`
     remat.py          `remat()`: what jax.checkpoint and XLA's remat pass recompute
-    gc_pause.py       the garbage collector paused around large walks
 """
 from hloscope.analyses.cost.analysis import (
     ClosedForm,

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 
 from hloscope.analyses.cost.custom_calls import XLA_UNKNOWN, custom_call_cost
 from hloscope.analyses.cost.fusion import fusion_bytes
-from hloscope.analyses.cost.gc_pause import paused_gc
 from hloscope.analyses.cost.graph import ComputationGraph
 from hloscope.analyses.cost.kernels import KernelCost, kernel_cost
 from hloscope.analyses.cost.loops import TripCount, trip_count
 from hloscope.analyses.cost.rules import NO_MEMORY, Site, rule_for
 from hloscope.analyses.cost.vector import ZERO, Cost, elementwise_max, total
 from hloscope.errors import InputError
+from hloscope.gc_pause import paused_gc
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
 from hloscope.model.opcodes import is_known

@@ -19,10 +19,10 @@ from dataclasses import asdict, dataclass, field
 
 from hloscope.analyses.cost import Cost, CostAnalysis, CostOptions
 from hloscope.analyses.cost.attribution import Charge, charges, split
-from hloscope.analyses.cost.gc_pause import paused_gc
 from hloscope.analyses.cost.phases import PHASE_ORDER, layer_number, scope_path
 from hloscope.analyses.cost.vector import ZERO
 from hloscope.frames import DataFrames
+from hloscope.gc_pause import paused_gc
 from hloscope.model.module import HloModule
 
 BREAKDOWNS = ("opcode", "scope", "layer", "phase")

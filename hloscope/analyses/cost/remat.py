@@ -36,9 +36,9 @@ from hloscope.analyses.cost.flops import (
     layer_rows,
     scope_key,
 )
-from hloscope.analyses.cost.gc_pause import paused_gc
 from hloscope.analyses.cost.phases import Phase
 from hloscope.frames import DataFrames
+from hloscope.gc_pause import paused_gc
 from hloscope.model.module import HloModule
 
 JAX_MARKER = "/rematted_computation/"

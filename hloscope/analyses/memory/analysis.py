@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 from hloscope.analyses.arguments import pytree_path
 from hloscope.analyses.cost.attribution import split
-from hloscope.analyses.cost.gc_pause import paused_gc
 from hloscope.analyses.cost.phases import layer_number, scope_path
 from hloscope.analyses.memory.heap import AllocationEstimate, estimate_allocation
 from hloscope.analyses.memory.layers import LOOP_BODY, ScannedLayers
@@ -48,6 +47,7 @@ from hloscope.analyses.memory.story import MemoryStory, SpaceFigures, StoryInput
 from hloscope.analyses.memory.working_set import LayerWorkingSet, layer_working_set
 from hloscope.analyses.memory.xla import ALLOCATION_PARTS, XlaFigures
 from hloscope.frames import DataFrames
+from hloscope.gc_pause import paused_gc
 from hloscope.loader.backend import detect_backend
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule

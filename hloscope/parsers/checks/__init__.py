@@ -17,8 +17,7 @@ default; none is deferred to a stricter mode.
 """
 from __future__ import annotations
 
-import gc
-
+from hloscope.gc_pause import paused_gc
 from hloscope.model.module import HloModule
 from hloscope.parsers.checks.aliasing import check_aliasing
 from hloscope.parsers.checks.async_chains import check_async_chains
@@ -33,13 +32,8 @@ def check_module(module: HloModule) -> None:
     Python's cyclic collector is paused meanwhile: the pass allocates small temporaries while the
     module holds hundreds of thousands of objects, and each automatic collection would traverse
     them all (the pass makes no reference cycles)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         _check(module)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _check(module: HloModule) -> None:
