@@ -23,6 +23,7 @@ from hloscope.analyses.cost.custom_calls import XLA_UNKNOWN, custom_call_cost
 from hloscope.analyses.cost.fusion import fusion_bytes
 from hloscope.analyses.cost.graph import ComputationGraph
 from hloscope.analyses.cost.kernels import KernelCost, kernel_cost
+from hloscope.analyses.cost.layer_loops import LayerLoops
 from hloscope.analyses.cost.loops import TripCount, trip_count
 from hloscope.analyses.cost.rules import NO_MEMORY, Site, rule_for
 from hloscope.analyses.cost.vector import ZERO, Cost, elementwise_max, total
@@ -90,11 +91,18 @@ class CostAnalysis:
     _costs: dict[str, ComputationCosts] = field(default_factory=dict)
     _trips: dict[tuple[str, str], TripCount] = field(default_factory=dict)
     _active: set[str] = field(default_factory=set)
+    _layer_loops: LayerLoops | None = None
 
     # --- public --------------------------------------------------------------------------
     @property
     def total(self) -> Cost:
         return self.computation_costs(self.module.entry_name).total
+
+    def layer_loops(self) -> LayerLoops:
+        """The module's layer loops, found once per analysis, on its computation graphs."""
+        if self._layer_loops is None:
+            self._layer_loops = LayerLoops(self.module, graphs=self._graphs)
+        return self._layer_loops
 
     def graph(self, name: str) -> ComputationGraph:
         graph = self._graphs.get(name)

@@ -79,7 +79,7 @@ class _Context:
 
 def charges(analysis: CostAnalysis, root: str | None = None) -> list[Charge]:
     """The charges of running `root` (default: the entry computation)."""
-    walker = _Walker(analysis, LayerLoops(analysis.module))
+    walker = _Walker(analysis, analysis.layer_loops())
     return list(walker.computation(root or analysis.module.entry_name, _Context()))
 
 

@@ -59,10 +59,11 @@ class LayerLoop:
 class LayerLoops:
     """The layer loops of a module, keyed by (computation, while instruction name)."""
 
-    def __init__(self, module: HloModule, is_parameter_path=None) -> None:
+    def __init__(self, module: HloModule, is_parameter_path=None,
+                 graphs: dict[str, ComputationGraph] | None = None) -> None:
         self.module = module
         self._is_parameter = is_parameter_path or _is_model_parameter
-        self._graphs: dict[str, ComputationGraph] = {}
+        self._graphs = {} if graphs is None else graphs  # a cost analysis shares its own
 
     def graph(self, name: str) -> ComputationGraph | None:
         graph = self._graphs.get(name)
