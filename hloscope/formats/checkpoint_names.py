@@ -16,7 +16,8 @@ not be walked): the names are then unknown, not empty.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,11 @@ class CheckpointName:
                    source=str(data.get("source") or ""), made_by=str(data.get("made_by") or ""),
                    made_at=str(data.get("made_at") or ""), decision=data.get("decision"),
                    decided_by=str(data.get("decided_by") or ""))
+
+
+def write_names(path: Path, names: list[CheckpointName], variant: str) -> None:
+    path.write_text(json.dumps({"schema": NAMES_SCHEMA, "variant": variant,
+                                "names": [asdict(n) for n in names]}, indent=1))
 
 
 def read_names(folder: Path) -> list[CheckpointName] | None:

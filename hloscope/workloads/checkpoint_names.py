@@ -24,13 +24,11 @@ value (`dots_saveable` keeps a named matmul output as the matmul's: `saved_resid
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from hloscope.formats.checkpoint_names import NAMES_SCHEMA
+from hloscope.formats.checkpoint_names import CheckpointName
 
 NOT_CHECKPOINTED = "not checkpointed"
 _CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call")
@@ -46,24 +44,11 @@ class Variant:
     name: str = ""
 
 
-@dataclass(frozen=True)
-class NamedValue:
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
-    bytes: int
-    source: str  # file:line of the checkpoint_name call
-    made_by: str  # the primitive that made the value (dot_general, ...)
-    made_at: str  # file:line of that primitive
-    decision: str | None  # saved / offloaded / recomputed / not checkpointed; None: unknown
-    decided_by: str  # which policy answered, and whether of the name or of its maker
-
-
-def named_values(closed_jaxpr: Any, variant: Variant) -> list[NamedValue]:
+def named_values(closed_jaxpr: Any, variant: Variant) -> list[CheckpointName]:
     """Every checkpoint name of the jaxpr, once per (name, source line), in jaxpr order; where a
     name occurs more than once (the forward pass and the backward pass's checkpoint), the
     occurrence that says most: a differentiated checkpoint's, then any checkpoint's."""
-    found: dict[tuple[str, str], tuple[int, NamedValue]] = {}
+    found: dict[tuple[str, str], tuple[int, CheckpointName]] = {}
     for eqn, jaxpr, checkpoint in _names(closed_jaxpr.jaxpr, None):
         value = _described(eqn, jaxpr, checkpoint, variant)
         rank = 0 if checkpoint is None else 1 + checkpoint[1]
@@ -95,11 +80,6 @@ def variant_of(builder_kwargs: dict[str, Any]) -> Variant | None:
     return Variant(True, checkpoint_policy(remat, block), remat)
 
 
-def write_names(path: Path, values: list[NamedValue], variant: Variant) -> None:
-    path.write_text(json.dumps({"schema": NAMES_SCHEMA, "variant": variant.name,
-                                "names": [asdict(v) for v in values]}, indent=1))
-
-
 _IN_CHECKPOINT = object()  # a remat2 equation with jax's default policy (policy=None)
 _INPUT = object()  # a value that comes into a jaxpr (a residual, in a backward checkpoint)
 _PASS_THROUGH = ("reduce_precision", "optimization_barrier")  # identities jax's remat inserts
@@ -127,12 +107,12 @@ def _subjaxprs(eqn: Any) -> Iterator[Any]:
                 yield inner
 
 
-def _described(eqn: Any, jaxpr: Any, checkpoint: Any, variant: Variant) -> NamedValue:
+def _described(eqn: Any, jaxpr: Any, checkpoint: Any, variant: Variant) -> CheckpointName:
     aval = eqn.invars[0].aval
     origin = _origin(jaxpr, eqn.invars[0])
     maker = None if origin is _INPUT else origin
     decision, decided_by = _decision(eqn, origin, checkpoint, variant)
-    return NamedValue(
+    return CheckpointName(
         name=str(eqn.params["name"]), shape=tuple(int(d) for d in aval.shape),
         dtype=str(aval.dtype), bytes=int(aval.size) * aval.dtype.itemsize,
         source=_line(eqn), made_by="" if maker is None else maker.primitive.name,

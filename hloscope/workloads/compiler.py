@@ -85,10 +85,11 @@ def compile_function(fn: Callable[..., Any], args: Sequence[Any], *, target: str
 def _write_names(traced: Any, variant: Variant, path: Path) -> None:
     """The checkpoint names of the traced step; a failure to list them fails no compile (the
     file is then absent, and the reports say the names are not known)."""
-    from hloscope.workloads.checkpoint_names import named_values, write_names
+    from hloscope.formats.checkpoint_names import write_names
+    from hloscope.workloads.checkpoint_names import named_values
 
     try:
-        write_names(path, named_values(traced.jaxpr, variant), variant)
+        write_names(path, named_values(traced.jaxpr, variant), variant.name)
     except Exception:  # names are an explanation, never a reason to lose the compile
         path.unlink(missing_ok=True)
 
