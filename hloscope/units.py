@@ -70,6 +70,16 @@ def _three_digits(magnitude: float) -> str:
     return f"{magnitude:.0f}"
 
 
+def format_duration(seconds: float) -> str:
+    """12s, 3m05s, 1h02m: what a person reads at a glance."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
 def parse_bytes(text: str) -> int:
     """ "16GiB" -> 17179869184, "1.5 GB" -> 1500000000, "4096" -> 4096; UsageError otherwise."""
     match = _SIZE.fullmatch(text)

@@ -20,7 +20,7 @@ from hloscope.reports.sweep import build_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import POLICY_HELP
 from hloscope.spec.step import STEP_POLICY_HELP, StepConfig
-from hloscope.workloads.estimate import format_duration
+from hloscope.units import format_duration
 
 
 @click.command("build")

@@ -13,7 +13,7 @@ from hloscope.cli.workload_options import format_option, model_options
 from hloscope.optional import require_compiler
 from hloscope.reports.trace import trace_report
 from hloscope.spec.config import TransformerConfig
-from hloscope.workloads.estimate import format_duration
+from hloscope.units import format_duration
 
 
 @click.command("profile")

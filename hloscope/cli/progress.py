@@ -26,7 +26,7 @@ from typing import Any, TextIO
 import click
 
 from hloscope.sweeps.tasks import TaskOutcome
-from hloscope.workloads.estimate import format_duration
+from hloscope.units import format_duration
 from hloscope.workloads.runner import VERBOSE_ENV
 
 BAR_WIDTH = 24

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.formats.build import MANIFEST_FILE
+from hloscope.units import format_duration
 from hloscope.workloads.build import BuildSpec
 from hloscope.workloads.cache import BuildCache
 
@@ -107,13 +108,3 @@ def _compile_seconds(manifest: dict[str, Any]) -> float | None:
     if not isinstance(compiled, dict) or compiled.get("compile_seconds") is None:
         return None
     return float(compiled["compile_seconds"]) + float(compiled.get("lower_seconds") or 0.0)
-
-
-def format_duration(seconds: float) -> str:
-    """12s, 3m05s, 1h02m: what a person reads at a glance."""
-    whole = round(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"

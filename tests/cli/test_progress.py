@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.workloads.estimate import format_duration
+from hloscope.units import format_duration
 
 REPO = Path(__file__).resolve().parents[2]
 SITECUSTOMIZE = '''
