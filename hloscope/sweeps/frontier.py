@@ -13,7 +13,13 @@ whole `names:` space and confirmed by as few compiles as possible (no jax).
    nearest to it (fewest names chosen differently), so one compile that shows the predictor
    high (XLA:CPU allocates less when a name is kept) or low moves its neighbours with it. A
    wrong prediction re-ranks and the next round compiles the new winner. It ends when the
-   winner is compiled and fits (or nothing fits, or after MAX_ROUNDS).
+   winner is compiled and fits, or nothing fits; after MAX_ROUNDS the winner is the fastest
+   compiled candidate that fits.
+3. Nothing keeps less than `full` (every name recomputed): where its compile does not fit,
+   that batch and every larger one have no winner and cost no further compile — the bound
+   MaxText's estimator also takes (its full-remat batch bisection bounds every policy's).
+   The second baseline is therefore `full` at the largest batch the first one predicts to fit
+   (the next smaller grid batch when that compile does not fit).
 
 Rows are the compiled candidates and each batch's winner; `candidates` counts every predicted
 one, `compiles` the compiles made (baselines included; cache hits are not compiles).
@@ -137,32 +143,66 @@ class FrontierSearch:
         self.capacity = capacity
         self.names = names
         self.compiles = 0
+        self._full_overflows: int | None = None  # the smallest batch `full` does not fit
 
     def run(self) -> FrontierResult:
         baselines = self._baselines()
         predictor = Predictor(tuple(baselines))
         rows: list[dict[str, Any]] = []
         for batch in self.batches:
+            if self._full_overflows is not None and batch >= self._full_overflows:
+                continue  # `full` does not fit at a smaller batch: nothing fits here
             candidates = {p: Candidate(predictor.predict(p, batch)) for p in self.policies}
             self._mark_baseline(candidates, baselines, batch)
             winner = self._search(candidates, batch)
+            if winner is None and self._full_compiled_over(candidates):
+                self._full_overflows = batch
             rows += [c.row(self.capacity, c is winner) for c in candidates.values()
                      if c.compiled_bytes is not None or c is winner]
         return FrontierResult(self.capacity, self.batches, self.names, rows, self.compiles,
                               len(self.policies) * len(self.batches), baselines)
 
     def _baselines(self) -> list[Baseline]:
-        found = []
-        for batch in sorted({self.batches[0], self.batches[-1]}):
-            built = self._compile([BASELINE], batch)[BASELINE]
-            if built[0] is None:
-                raise UsageError(f"the `full` baseline did not compile at batch {batch}")
-            found.append(self.baseline_of(Path(built[1])))
+        first = self._baseline_at(self.batches[0])
+        if first is None:
+            raise UsageError(f"the `full` baseline did not compile at batch {self.batches[0]}")
+        found = [first]
+        if first.allocation_bytes > self.capacity:
+            self._full_overflows = self.batches[0]
+            return found
+        every_remat = self._every_remat()
+        single = Predictor((first,))
+        larger = [b for b in self.batches[1:]
+                  if single.predict(every_remat, b).device_bytes <= self.capacity]
+        for batch in reversed(larger[-2:] if larger else self.batches[1:2]):
+            second = self._baseline_at(batch)
+            if second is not None:
+                found.append(second)
+                break
         return found
+
+    def _baseline_at(self, batch: int) -> Baseline | None:
+        size, folder = self._compile([BASELINE], batch)[BASELINE]
+        if size is None:
+            if self._full_overflows is None or batch < self._full_overflows:
+                self._full_overflows = batch  # an OOM compile: `full` does not fit here
+            return None
+        if size > self.capacity and (self._full_overflows is None
+                                     or batch < self._full_overflows):
+            self._full_overflows = batch
+        return self.baseline_of(Path(folder))
+
+    def _every_remat(self) -> str:
+        return encode_named(dict.fromkeys(self.names, "remat"), self.names)
+
+    def _full_compiled_over(self, candidates: dict[str, Candidate]) -> bool:
+        full = candidates.get(self._every_remat())
+        return full is not None and full.compiled_bytes is not None and (
+            not full.compiled_ok or full.compiled_bytes > self.capacity)
 
     def _mark_baseline(self, candidates: dict[str, Candidate], baselines: list[Baseline],
                        batch: int) -> None:
-        every_remat = encode_named(dict.fromkeys(self.names, "remat"), self.names)
+        every_remat = self._every_remat()
         for baseline in baselines:
             if baseline.config["batch"] == batch and every_remat in candidates:
                 candidates[every_remat].compiled_bytes = baseline.allocation_bytes
@@ -175,6 +215,8 @@ class FrontierSearch:
                 candidate.calibrated_bytes = _calibrated(candidate, compiled)
             winner = next((c for c in ranked if c.compiled_ok
                            and c.calibrated_bytes <= self.capacity), None)
+            if winner is None and self._full_compiled_over(candidates):
+                return None
             wanted = [] if winner is None or winner.compiled_bytes is not None else [winner]
             wanted += self._nearest_above(ranked, winner)
             if not wanted:
@@ -185,7 +227,8 @@ class FrontierSearch:
                 candidate.compiled_ok = size is not None
                 candidate.compiled_bytes = size if size is not None else 0
                 candidate.folder = folder
-        return None
+        return next((c for c in ranked if c.compiled_bytes is not None and c.compiled_ok
+                     and c.compiled_bytes <= self.capacity), None)
 
     def _nearest_above(self, ranked: list[Candidate],
                        winner: Candidate | None) -> list[Candidate]:
