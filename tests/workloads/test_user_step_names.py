@@ -125,6 +125,14 @@ def test_an_unknown_name_is_refused_with_the_steps_names(tmp_path: Path) -> None
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+def test_oom_step_refuses_an_unknown_name_among_its_candidates() -> None:
+    done = _cli("oom", "--step", STEP, "--target", "cpu", "--policy", "names:Hidden=device",
+                "--candidates", "full,names:hidden=device,activated=offload")
+    assert done.returncode == 2, done.stderr[-3000:]
+    # the names keep their case through oom's candidate list: `Hidden` is not `hidden`
+    assert "unknown checkpoint name 'Hidden'" in done.stderr and "Traceback" not in done.stderr
+
+
 @pytest.mark.compile
 def test_hidden_on_the_device_is_saved_and_activated_recomputed(tmp_path: Path) -> None:
     # jax saves hidden (one layer's [b, s, f]) on the device and recomputes activated
