@@ -44,6 +44,7 @@ from hloscope.api import (
     remat,
     report,
     snapshot,
+    step_policies,
     sweep,
     trace,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "report",
     "__version__",
     "snapshot",
+    "step_policies",
     "sweep",
     "trace",
 ]

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from hloscope.analyses.trace.analysis import TraceResult
     from hloscope.formats.snapshot import Snapshot
     from hloscope.spec.config import TransformerConfig
-    from hloscope.spec.policies import NamedTensors
-    from hloscope.spec.step import StepConfig
+    from hloscope.spec.policies import NamedTensors, Variant
+    from hloscope.spec.step import StepConfig, StepTensors
     from hloscope.sweeps.core import SweepListener, SweepRequest, SweepResult
     from hloscope.sweeps.executors import ExecutorSpec
     from hloscope.sweeps.frontier import FrontierResult
@@ -144,11 +144,13 @@ def oom_step(step: str | StepFactory, target: str = "cpu", policy: str = "none",
     import tempfile
 
     from hloscope.formats.sweep import read_sweep
+    from hloscope.spec.policies import split_policies
+    from hloscope.spec.step import step_policy_name
 
     if isinstance(candidates, str):
-        candidates = candidates.split(",")
-    names = list(dict.fromkeys([policy.strip().lower(),
-                                *(c.strip().lower() for c in candidates if c.strip())]))
+        candidates = split_policies(candidates)
+    names = list(dict.fromkeys([step_policy_name(policy),
+                                *(step_policy_name(c) for c in candidates if c.strip())]))
     folder = Path(tempfile.mkdtemp(prefix="hloscope-oom-step-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     sweep(step if not isinstance(step, str) else "", names, target, folder, force=True,
@@ -283,7 +285,7 @@ def build_spec(model: str | StepFactory = "tiny", policy: str = "none", target: 
     from hloscope.optional import require_compiler
     from hloscope.spec.policies import parse_variant
     from hloscope.spec.presets import preset_config
-    from hloscope.spec.step import StepConfig, parse_step_variants
+    from hloscope.spec.step import StepConfig
     from hloscope.spec.targets import parse_target
     from hloscope.workloads.build import BuildSpec
 
@@ -292,7 +294,7 @@ def build_spec(model: str | StepFactory = "tiny", policy: str = "none", target: 
     source = step if step is not None else (None if isinstance(model, str) else model)
     if source is not None:
         config = step_config(source, config, **overrides)
-        variant = parse_step_variants(policy, config.takes_layers)[0]
+        variant = step_variants(config, policy, parsed.spec)[0]
         model = config.factory
     else:
         assert isinstance(model, str)
@@ -399,7 +401,6 @@ def sweep_request(model: str | StepFactory = "tiny", policies: str | Sequence[st
     """What `sweep` runs, from its arguments (the CLI builds its request here too)."""
     from hloscope.spec.policies import parse_variants
     from hloscope.spec.presets import preset_config
-    from hloscope.spec.step import parse_step_variants
     from hloscope.spec.targets import target_spec
     from hloscope.sweeps.core import SweepRequest
     from hloscope.sweeps.executors import ExecutorSpec
@@ -411,7 +412,9 @@ def sweep_request(model: str | StepFactory = "tiny", policies: str | Sequence[st
     source = step if step is not None else (None if isinstance(model, str) else model)
     if source is not None:
         config = step_config(source, config, **overrides)
-        model, variants = config.factory, parse_step_variants(policies, config.takes_layers)
+        model = config.factory
+        variants = step_variants(config, policies, target_spec(target, num_slices,
+                                                               allow_any_topology))
     else:
         assert isinstance(model, str)
         config = config or preset_config(model, **overrides)
@@ -445,6 +448,39 @@ def policies(model: str = "tiny", target: str | None = None,
     parsed = parse_target(target, num_slices, allow_any_topology)
     plan = plan_mesh(config, parsed.num_slices, parsed.devices_per_slice)
     return named_tensors(model, config, parsed.spec, plan.batch_ways, plan.ici_tensor)
+
+
+def step_variants(config: StepConfig, policies: str, target: str) -> list[Variant]:
+    """The variants of a user step; its per-tensor `names:` policies resolved against the names
+    of the step traced for `target` (one child process, no compile; only when there are any),
+    so that a name the step does not use is refused before anything compiles."""
+    from hloscope.spec.step import parse_step_variants, resolved_step_variant
+    from hloscope.spec.tensors import NAMED_PREFIX
+
+    variants = parse_step_variants(policies, config.takes_layers)
+    if not any(variant.name.startswith(NAMED_PREFIX) for variant in variants):
+        return variants
+    from hloscope.workloads.step_names import trace_step_names
+
+    names = tuple(n.name for n in trace_step_names(config, target))
+    return [resolved_step_variant(variant, names, config.factory) for variant in variants]
+
+
+def step_policies(step: str | StepFactory, target: str = "cpu",
+                  config: StepConfig | None = None, num_slices: int | None = None,
+                  allow_any_topology: bool = False, **overrides: Any) -> StepTensors:
+    """The checkpoint names of a user's step (what its `names:` policies choose for), traced
+    for `target` (no compile): per (name, source line) the traced shape, dtype and bytes of one
+    call (global: the trace does not know the compile's sharding) and where it was named."""
+    from hloscope.spec.step import step_tensors
+    from hloscope.spec.targets import target_spec
+    from hloscope.workloads.step_names import trace_step_names
+
+    spec = target_spec(target, num_slices, allow_any_topology)
+    config = step_config(step, config, **overrides)
+    names = trace_step_names(config, spec)
+    return step_tensors(config.factory, spec, [(n.name, n.shape, n.dtype, n.bytes, n.source)
+                                               for n in names])
 
 
 def step_config(source: str | StepFactory, carrier: Any = None, **overrides: Any) -> StepConfig:

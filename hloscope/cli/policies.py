@@ -5,25 +5,35 @@ from pathlib import Path
 
 import click
 
-from hloscope.api import policies
+from hloscope.api import policies, step_policies
 from hloscope.cli.common import emit, output_options
-from hloscope.cli.workload_options import model_options
-from hloscope.reports.policies import policies_report
+from hloscope.cli.workload_options import step_model_options
+from hloscope.reports.policies import policies_report, step_policies_report
 from hloscope.spec.config import TransformerConfig
+from hloscope.spec.step import StepConfig
 from hloscope.spec.targets import EXAMPLES
 
 
 @click.command("policies")
-@model_options
+@step_model_options
 @click.option("--target", default=None, metavar="TARGET",
               help=f"The mesh the per-device figures are for ({EXAMPLES}); default: one "
-                   "device.")
+                   "device (with --step: the target the step is traced for, default cpu).")
 @click.option("--num-slices", type=click.IntRange(min=1), default=None, metavar="N",
               help="TPU multislice: N slices of the topology.")
 @output_options
-def command(model: str, config: TransformerConfig, target: str | None, num_slices: int | None,
-            fmt: str, output: Path | None, force: bool) -> None:
+def command(model: str | None, step: str | None, config: TransformerConfig | StepConfig,
+            target: str | None, num_slices: int | None, fmt: str, output: Path | None,
+            force: bool) -> None:
     """List the named tensors of the model's block -- what `names:NAME=device|offload|remat`
-    chooses for -- with shape and bytes per layer on one device, and the policy families."""
+    chooses for -- with shape and bytes per layer on one device, and the policy families.
+    With --step, your step's own checkpoint_names, traced (no compile), with their traced
+    shape, bytes and the line that named them."""
+    if step is not None:
+        assert isinstance(config, StepConfig)
+        traced = step_policies(step, target or "cpu", config=config, num_slices=num_slices)
+        emit(step_policies_report(traced), fmt, output, force)
+        return
+    assert model is not None and isinstance(config, TransformerConfig)
     result = policies(model, target, config=config, num_slices=num_slices)
     emit(policies_report(result), fmt, output, force)

@@ -1,8 +1,10 @@
 """The Report of `hloscope policies`: the block's named tensors and the policy families."""
 from __future__ import annotations
 
+from hloscope.reports.paths import with_relative_sources
 from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.spec.policies import FAMILY_TABLE, NamedTensors
+from hloscope.spec.step import StepTensors
 
 
 def policies_report(result: NamedTensors) -> Report:
@@ -30,5 +32,27 @@ def policies_report(result: NamedTensors) -> Report:
             "a per-tensor policy: names:NAME=device|offload|remat,... (unnamed tensors are "
             "recomputed; * sets every name)",
             *(f"{alias} = {expansion}" for alias, expansion in result.aliases.items())],
+        data=result.to_dict(),
+    )
+
+
+def step_policies_report(result: StepTensors) -> Report:
+    """`hloscope policies --step`: the step's own checkpoint names, traced (global shapes)."""
+    tensors = Table("tensors", "Checkpoint names of the step (traced: global, one call)", [
+        Column("name", "name"), Column("shape", "shape"), Column("dtype", "dtype"),
+        Column("bytes", "bytes / call", "bytes"), Column("source", "named at", drop=1)],
+        with_relative_sources([{"name": row.name, "shape": "[" + ", ".join(map(str, row.shape))
+                                + "]", "dtype": row.dtype, "bytes": row.bytes,
+                                "source": row.source} for row in result.tensors]))
+    return Report(
+        name="policies",
+        title=f"Checkpoint names of {result.factory}",
+        summary=[("target", result.target), ("names", len(result.names))],
+        tables=[tensors],
+        notes=[
+            "traced shapes (no compile): the global value of one call of the block, one layer "
+            "inside a layer scan; the compile's sharding divides it per device",
+            "a per-tensor policy: --policies names:NAME=device|offload|remat,... over these "
+            "names (unnamed tensors are recomputed; * sets every name)"],
         data=result.to_dict(),
     )

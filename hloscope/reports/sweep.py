@@ -25,11 +25,15 @@ _VARIANT_COLUMNS = [
     Column("reason", "reason"),
 ]
 _NAME_COLUMNS = [Column("variant", "variant"), Column("name", "name"),
-                 Column("shape", "shape"), Column("bytes", "bytes", "bytes"),
+                 Column("device_shape", "shape / device"),
+                 Column("device_bytes", "bytes / device", "bytes"),
+                 Column("shape", "traced (global)", drop=3),
                  Column("decision", "decision"), Column("at_peak", "at the peak", drop=2),
                  Column("source", "source", drop=1)]
 NAMES_NOTE = ("checkpoint names: from the traced step (XLA's program has none: checkpoint_name "
-              "compiles to nothing); shape and bytes of one call (one layer's in a layer scan); "
+              "compiles to nothing); shape and bytes of one call (one layer's in a layer scan) "
+              "on one device (the built-in block's share under the mesh; '?' for a user step on "
+              "several devices: the compile decides its sharding), and the traced global shape; "
               "decision from jax's partial evaluation of the checkpoint (or the variant's policy "
               "for names only in the forward pass); at the peak: the live buffers that may hold "
               "a kept name, by the line that made it or by a stacked buffer's per-layer shape.")
@@ -131,6 +135,8 @@ def step_cell(row: dict[str, Any]) -> Any:
 def names_tables(rows: list[dict[str, Any]]) -> list[Table]:
     """The checkpoint names of each variant (none when no build recorded any)."""
     shown = [{**name, "variant": row["variant"], "shape": _shape(name),
+              "device_shape": "?" if name.get("device_shape") is None
+              else _shape({**name, "shape": name["device_shape"]}),
               "source": _relative(name["source"]),
               "decision": name["decision"] or "unknown", "at_peak": _at_peak(name)}
              for row in rows for name in row.get("checkpoint_names") or []]

@@ -18,6 +18,14 @@ factory that takes `layers` (STRUCTURAL), refused before compiling otherwise:
 - `nested:B`: scan(checkpoint(scan(checkpoint(block), B)), L/B), B dividing the layers;
 - `offload_carries`: full remat with each block's input (the scan's carry) in pinned host memory.
 
+Per-tensor policies on every factory: `names:NAME=device|offload|remat,...` over the step's own
+`checkpoint_name`s (`*` for every one of them; names are case-sensitive, [A-Za-z0-9_.-]). Only a
+trace of the step knows its names, so the API traces it once (`workloads.step_names`, a child
+process, no compile) before compiling anything: `resolve_step_named` refuses a name the step
+does not use, listing the ones it does, and turns the policy into the explicit form the compile
+child reads (every name kept listed with its choice, no `*`; `workloads.remat` compiles it with
+`save_and_offload_only_these_names` as it does the built-in block's).
+
 The factory travels to the child by reference (`FILE.py:function` or `module:function`, what
 the CLI gives) or pickled (`payload`, base64 cloudpickle: what the API sends, so closures and
 functions of `__main__` work). `source_hash` — of the file, or of the pickled bytes — is in the
@@ -37,7 +45,8 @@ from typing import Any
 
 from hloscope.errors import UsageError
 from hloscope.spec.config import DTYPES, REMAT_POLICIES
-from hloscope.spec.policies import Variant
+from hloscope.spec.policies import Variant, split_policies
+from hloscope.spec.tensors import CHOICES, EVERY, NAMED_PREFIX, decode_named
 
 STRUCTURAL = ("nested", "offload_carries")
 """Variant families that need the factory's `layers.scan` hook."""
@@ -46,9 +55,11 @@ STEP_ALL = ("none", "full", "dots_saveable", "dots_with_no_batch_dims_saveable")
 `offload_named` name the built-in block's activations."""
 STEP_POLICY_HELP = (
     "with --step: jax's policies (none, full, nothing_saveable, dots_saveable, "
-    "dots_with_no_batch_dims_saveable, save_named, offload_named) on every factory; nested:B and "
-    "offload_carries when make_step takes the second parameter (layers) and scans with "
-    "layers.scan; all = none, full, dots_saveable, dots_with_no_batch_dims_saveable.")
+    "dots_with_no_batch_dims_saveable, save_named, offload_named) and names:NAME=device|offload|"
+    "remat,... over the step's checkpoint_names (`hloscope policies --step` lists them) on every "
+    "factory; nested:B and offload_carries when make_step takes the second parameter (layers) "
+    "and scans with layers.scan; all = none, full, dots_saveable, "
+    "dots_with_no_batch_dims_saveable.")
 
 
 @dataclass(frozen=True)
@@ -156,9 +167,9 @@ def parse_step_variants(text: str, takes_layers: bool) -> list[Variant]:
     """The variants of a user step from `a,b,c` or `all`; the structural ones refused (with how
     to take the hook) when the factory does not take `layers`."""
     names: list[str] = []
-    for item in (part.strip().lower() for part in text.split(",")):
-        if item:
-            names.extend(STEP_ALL if item == "all" else [item])
+    for item in split_policies(text):
+        item = step_policy_name(item)
+        names.extend(STEP_ALL if item == "all" else [item])
     if not names:
         raise UsageError("no remat policy given")
     variants: dict[str, Variant] = {}
@@ -167,7 +178,17 @@ def parse_step_variants(text: str, takes_layers: bool) -> list[Variant]:
     return list(variants.values())
 
 
+def step_policy_name(item: str) -> str:
+    """A step variant's name as its sweep row has it: lower case, but a per-tensor policy keeps
+    its names' case (they are the step's checkpoint_names) and takes its stored form."""
+    item = item.strip()
+    return step_named(item) if item[:len(NAMED_PREFIX)].lower() == NAMED_PREFIX \
+        else item.lower()
+
+
 def _step_variant(name: str, takes_layers: bool) -> Variant:
+    if name.startswith(NAMED_PREFIX):
+        return Variant(name, {"remat": name})
     family, _, argument = name.partition(":")
     if family in STRUCTURAL and not takes_layers:
         raise UsageError(
@@ -184,3 +205,115 @@ def _step_variant(name: str, takes_layers: bool) -> Variant:
         raise UsageError(f"{name!r}: give the layers per block, nested:B (B dividing the "
                          "number of layers the factory scans)")
     raise UsageError(f"{name!r} is no remat variant of a user step; {STEP_POLICY_HELP}")
+
+
+def _named_items(policy: str) -> list[tuple[str, str]]:
+    """(NAME, CHOICE) of `names:NAME=CHOICE,...`; UsageError naming the grammar."""
+    body = policy.partition(":")[2]
+    items = [item.strip() for item in body.split(",") if item.strip()]
+    if not items:
+        raise UsageError(f"{policy!r}: give NAME=CHOICE items, NAME one of your step's "
+                         f"checkpoint_names (or *), CHOICE in {', '.join(CHOICES)}")
+    pairs = []
+    for item in items:
+        key, equals, choice = (part.strip() for part in item.partition("="))
+        if not equals or choice.lower() not in CHOICES or not _is_name(key):
+            raise UsageError(f"{item!r} in {policy!r}: expected NAME=CHOICE, NAME a "
+                             "checkpoint_name of [A-Za-z0-9_.-] or *, CHOICE one of "
+                             f"{', '.join(CHOICES)}")
+        pairs.append((key, choice.lower()))
+    return pairs
+
+
+def _is_name(key: str) -> bool:
+    return key == EVERY or (bool(key) and all(c.isalnum() or c in "_.-" for c in key))
+
+
+def step_named(policy: str) -> str:
+    """The stored name of a user step's per-tensor policy: `names:` then `*=CHOICE` when the
+    last `*` chose other than remat, then the names whose choice differs from it, in the order
+    given (a later item overrides an earlier one; `*` overrides every earlier item)."""
+    every, chosen = "remat", {}
+    for key, choice in _named_items(policy):
+        if key == EVERY:
+            every, chosen = choice, {}
+        else:
+            chosen.pop(key, None)
+            chosen[key] = choice
+    kept = [f"{key}={choice}" for key, choice in chosen.items() if choice != every]
+    head = [f"{EVERY}={every}"] if every != "remat" or not kept else []
+    return NAMED_PREFIX + ",".join([*head, *kept])
+
+
+def resolve_step_named(policy: str, step_names: tuple[str, ...], factory: str) -> str:
+    """The explicit form of a step's stored per-tensor policy for the compile child: every name
+    the policy keeps, with its choice (`names:` alone: every name recomputed). UsageError, with
+    the step's names, for a name the traced step does not use."""
+    names = tuple(dict.fromkeys(step_names))
+    listed = [key for key, _ in _named_items(policy) if key != EVERY]
+    if not names:
+        raise UsageError(f"{policy!r}: {factory} names no tensors (no jax.ad_checkpoint."
+                         "checkpoint_name in the traced step), so a per-tensor policy has "
+                         "nothing to choose for")
+    unknown = [key for key in listed if key not in names]
+    if unknown:
+        raise UsageError(f"unknown checkpoint name {unknown[0]!r} in {policy!r}; {factory} "
+                         f"names: {', '.join(names)} (hloscope policies --step lists them)")
+    choices = decode_named(policy, names)
+    return NAMED_PREFIX + ",".join(f"{n}={c}" for n, c in choices.items() if c != "remat")
+
+
+def resolved_step_variant(variant: Variant, step_names: tuple[str, ...],
+                          factory: str) -> Variant:
+    """`variant` compiling its explicit form (its name stays what the user wrote, stored)."""
+    if not variant.name.startswith(NAMED_PREFIX):
+        return variant
+    return Variant(variant.name, {**variant.overrides,
+                                  "remat": resolve_step_named(variant.name, step_names,
+                                                              factory)})
+
+
+def explicit_named(policy: str) -> tuple[str, ...]:
+    """The names an explicit per-tensor policy lists (what `resolve_step_named` wrote); a `*`
+    other than `*=remat` cannot be compiled without the step's names (ValueError)."""
+    items = _named_items(policy) if policy != NAMED_PREFIX else []
+    if any(key == EVERY and choice != "remat" for key, choice in items):
+        raise ValueError(f"{policy!r}: a user step's per-tensor policy is resolved against its "
+                         "traced names before compiling (spec.step.resolve_step_named)")
+    return tuple(key for key, _ in items if key != EVERY)
+
+
+
+@dataclass(frozen=True)
+class StepTensorRow:
+    """One checkpoint name of a user's step: the traced value of one call (global shape)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    bytes: int
+    source: str  # file:line of the checkpoint_name call
+
+
+@dataclass(frozen=True)
+class StepTensors:
+    """`hloscope policies --step`: the step's checkpoint names, traced for a target."""
+
+    factory: str
+    target: str
+    tensors: tuple[StepTensorRow, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(row.name for row in self.tensors))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"factory": self.factory, "target": self.target,
+                "per": "call (one layer inside a layer scan), global: the traced shape",
+                "tensors": [dataclasses.asdict(row) for row in self.tensors],
+                "names": list(self.names)}
+
+
+def step_tensors(factory: str, target: str,
+                 rows: list[tuple[str, tuple[int, ...], str, int, str]]) -> StepTensors:
+    return StepTensors(factory, target, tuple(StepTensorRow(*row) for row in rows))

@@ -158,3 +158,23 @@ def encode_named(choices: dict[str, str], names: tuple[str, ...]) -> str:
 
 def names_with(choices: dict[str, str], choice: str) -> list[str]:
     return [name for name, chosen in choices.items() if chosen == choice]
+
+
+def device_shape(name: str, shape: tuple[int, ...], config: BlockConfig, batch_ways: int,
+                 tensor_ways: int) -> tuple[int, ...] | None:
+    """One device's share of the block's named tensor `name`, traced (globally) as `shape`
+    ([b, s, width], or [b, s, heads, head_dim] for the attention output): the batch split over
+    the batch ways, the column-parallel widths (their first dimension after the sequence) over
+    the tensor ways, as `tensor_bytes` counts them. None for a name that is not the block's or a
+    shape not of that form."""
+    tensor = next((t for t in block_tensors(config) if t.name == name), None)
+    if tensor is None or len(shape) < 3 or shape[1] != config.seq_len:
+        return None
+    dims = list(shape)
+    if batch_ways > 1 and dims[0] % batch_ways == 0:
+        dims[0] //= batch_ways
+    if tensor.device_width(tensor_ways) != tensor.width:
+        if dims[2] % tensor_ways:
+            return None
+        dims[2] //= tensor_ways
+    return tuple(dims)

@@ -28,7 +28,8 @@ Policies on the block's own names (config.BLOCK_REMAT_POLICIES):
   saveable, so jax saves it under the other name (`save_anything_except_these_names` saves the
   GELU output it was told not to). Saving only projections and names makes every elementwise
   chain, the excluded activations among them, recomputable from saved matmul outputs.
-Per-tensor policies (`names:NAME=CHOICE,...`, hloscope.spec.tensors): `save_and_offload_only_
+Per-tensor policies (`names:NAME=CHOICE,...`, hloscope.spec.tensors; a user step's over its own
+names, hloscope.spec.step): `save_and_offload_only_
 these_names(names_which_can_be_saved=<device names>, names_which_can_be_offloaded=<offload
 names>, offload_src="device", offload_dst="pinned_host")`; remat names and unnamed values are
 recomputed. `save_named` / `offload_named` save the same tensors as the per-tensor policy with
@@ -55,6 +56,7 @@ from hloscope.spec.config import (
     SAVED_NAMES,
     TransformerConfig,
 )
+from hloscope.spec.step import explicit_named
 from hloscope.spec.tensors import (
     NAMED_PREFIX,
     block_names,
@@ -121,10 +123,11 @@ def _saved_names(config: TransformerConfig | None) -> tuple[str, ...]:
 
 def _named_policy(name: str, config: TransformerConfig | None) -> Callable[..., Any]:
     """A per-tensor policy: device names saved, offload names in pinned host memory, the rest
-    (remat names and everything unnamed) recomputed."""
-    if config is None:
-        raise ValueError("a per-tensor policy of the built-in block needs its config")
-    choices = decode_named(name, block_names(config))
+    (remat names and everything unnamed) recomputed. The built-in block's names come from its
+    config; a user step's (config None) are the ones its explicit policy lists
+    (`spec.step.resolve_step_named` wrote it from the traced step)."""
+    names = block_names(config) if config is not None else explicit_named(name)
+    choices = decode_named(name, names)
     return jax.checkpoint_policies.save_and_offload_only_these_names(
         names_which_can_be_saved=names_with(choices, "device"),
         names_which_can_be_offloaded=names_with(choices, "offload"),

@@ -14,11 +14,18 @@ among `memory`'s live set at the peak in two ways, said per match:
 
 Only names the variant keeps (saved, offloaded, or not checkpointed: the backward keeps what it
 reads) are matched; a recomputed name holds no buffer across the step.
+
+The trace knows global shapes; the program (and its live set) is one device's. Each row has both:
+`shape` / `bytes` as traced, `device_shape` / `device_bytes` for one device where they are known
+(the caller's `device_shapes`: the built-in block's closed form under its mesh, or the traced
+shape itself on one device; None for a user step on several devices, whose sharding of an
+intermediate only the compile decides). Stacked buffers are matched by the per-device shape.
 """
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from hloscope.analyses.memory.analysis import BufferRow
@@ -53,23 +60,40 @@ class NameRow:
     decision: str | None
     decided_by: str
     at_peak: tuple[PeakBuffer, ...] | None  # None: not matched (recomputed, or no live set)
+    device_shape: tuple[int, ...] | None = None  # one device's share; None: not known
+    device_bytes: int | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["shape"] = list(self.shape)
+        data["device_shape"] = None if self.device_shape is None else list(self.device_shape)
         data["at_peak"] = None if self.at_peak is None else [asdict(b) for b in self.at_peak]
         return data
 
 
-def name_rows(names: Sequence[CheckpointName],
-              live_at_peak: Sequence[BufferRow] | None) -> tuple[NameRow, ...]:
+DeviceShapes = Callable[[CheckpointName], "tuple[int, ...] | None"]
+
+
+def name_rows(names: Sequence[CheckpointName], live_at_peak: Sequence[BufferRow] | None,
+              device_shapes: DeviceShapes | None = None) -> tuple[NameRow, ...]:
     """The names, each kept one with the live buffers that may hold it (`live_at_peak`: memory's
-    live set, None when the program could not be analysed)."""
-    return tuple(NameRow(n.name, n.shape, n.dtype, n.bytes, n.source, n.decision, n.decided_by,
-                         _matches(n, live_at_peak)) for n in names)
+    live set, None when the program could not be analysed); `device_shapes` gives a name's
+    per-device shape (None: not known)."""
+    rows = []
+    for n in names:
+        local = None if device_shapes is None else device_shapes(n)
+        rows.append(NameRow(n.name, n.shape, n.dtype, n.bytes, n.source, n.decision,
+                            n.decided_by, _matches(n, local, live_at_peak), local,
+                            None if local is None else _bytes_of(n, local)))
+    return tuple(rows)
 
 
-def _matches(name: CheckpointName,
+def _bytes_of(name: CheckpointName, shape: tuple[int, ...]) -> int:
+    elements = math.prod(name.shape)
+    return name.bytes * math.prod(shape) // elements if elements else name.bytes
+
+
+def _matches(name: CheckpointName, local: tuple[int, ...] | None,
              live: Sequence[BufferRow] | None) -> tuple[PeakBuffer, ...] | None:
     if live is None or name.decision not in KEPT:
         return None
@@ -80,7 +104,8 @@ def _matches(name: CheckpointName,
             continue
         if row.source in lines:
             found.append(PeakBuffer(row.name, row.bytes, len(row.layers), "source line"))
-        elif row.layers and _layer_share(row) == (_HLO_TYPES.get(name.dtype), name.shape):
+        elif row.layers and _layer_share(row) == (_HLO_TYPES.get(name.dtype),
+                                                  local or name.shape):
             found.append(PeakBuffer(row.name, row.bytes, len(row.layers), "per-layer shape"))
     return tuple(found)
 

@@ -10,12 +10,27 @@ A_B, of which F does not scale with the batch: `baseline.py`) and the config, fo
                                                    backward working set of B, which recomputes
                                                    one layer's residuals, no longer holds it
          + 1.5·L·Σ_offload n(t)                    offloaded names (OFFLOAD_DEVICE_COPIES)
-         + 4 B × parameters per device             an fp32 gradient accumulator when k > 1 and
-                                                   the baseline had none (`oom/remedies.py`)
+         + 4 B × parameters per device             with k > 1 micro-batches (and a baseline
+                                                   without): an fp32 gradient accumulator
+                                                   (`oom/remedies.py`),
+         + S - F_B                                 the model state S (parameters and optimizer
+                                                   state, closed form) the accumulation loop
+                                                   holds whole where the baseline's peak held
+                                                   F_B of it (the backward frees layers'
+                                                   parameters as it goes; the loop cannot),
+         + 8 B·t·(2k - 1)                          the step's token ids and targets (int32) for
+                                                   all k micro-batches, twice: the entry's and
+                                                   the scan's re-laid-out copy (the baseline's
+                                                   one micro-batch of them is in the slope)
 
 with n(t) the bytes of one layer's name on one device (`spec/tensors.py`'s closed form). With a
 second `full` baseline at another batch, F and the slope are fitted from the two allocations
-instead (a straight line through them). Host bytes are L·Σ_offload n(t) (pinned host memory).
+instead (a straight line through them), but only at or above the smaller baseline's tokens:
+below it the line's intercept can be negative, and the program is scaled from the smaller
+baseline alone. On TPU that over-predicts small programs: libtpu keeps temporaries in on-chip
+VMEM when they fit, so the HBM allocation falls faster than the tokens (tiny / v5e at 8
+sequences per device: 11.7 MB compiled, 30 MB predicted; tests/analyses/predict).
+Host bytes are L·Σ_offload n(t) (pinned host memory).
 FLOPs: the baseline's per token times the step's tokens, less L × the recompute the kept names
 save (`flops.py`, per token). The step time is the roofline's (`analyses/roofline.py`) from the
 predicted FLOPs, the baseline's HBM bytes scaled with the tokens, its collectives, and the
@@ -30,7 +45,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from hloscope.analyses.oom.analytic import parameters_per_device
+from hloscope.analyses.oom.analytic import parameters_per_device, state_bytes_per_parameter
 from hloscope.analyses.oom.remedies import ACCUMULATOR_BYTES
 from hloscope.analyses.predict.baseline import Baseline, baseline_tokens, mesh_ways
 from hloscope.analyses.predict.flops import recompute_flops_per_token
@@ -49,6 +64,8 @@ from hloscope.spec.tensors import (
 )
 from hloscope.units import format_bytes
 
+INPUT_BYTES_PER_TOKEN = 8
+"""Token ids and targets, int32 each (workloads/transformer.py's batch)."""
 OFFLOAD_DEVICE_COPIES = 1.5
 """Device bytes per layer of an offloaded name, in units of the name's bytes: measured on
 tiny / tpu:v5e:2x2 (libtpu 0.0.42.1, fixtures/predict): `names:*=offload` allocates 2.96 x the
@@ -150,7 +167,7 @@ class Predictor:
         per_name = {t.name: tensor_bytes(t, config, ways.batch, ways.tensor)
                     for t in block_tensors(config) if t.name in names}
         device = self._scaling_terms(tokens) + _name_terms(config, choices, per_name)
-        device += self._accumulator(config, micro_batches)
+        device += self._accumulator(config, micro_batches, tokens)
         host = [Term(f"layers × {name} offloaded", config.n_layers, per_name[name])
                 for name, choice in choices.items() if choice == "offload"]
         flop_terms = self._flop_terms(config, choices, ways.tensor, ways.batch)
@@ -160,10 +177,10 @@ class Predictor:
         return dataclasses.replace(prediction, step_seconds=step)
 
     def _scaling_terms(self, tokens: int) -> list[Term]:
-        base = self.base
+        base = min(self.baselines, key=baseline_tokens)
         t0 = baseline_tokens(base)
-        other = next((b for b in self.baselines[1:] if baseline_tokens(b) != t0), None)
-        if other is None:
+        other = next((b for b in self.baselines if baseline_tokens(b) != t0), None)
+        if other is None or tokens < t0:
             fixed = base.fixed_bytes
             slope = (base.allocation_bytes - fixed) / t0
             source = "live at the baseline's peak"
@@ -176,13 +193,23 @@ class Predictor:
                 Term("tokens × full remat's bytes per token (layer inputs, temporaries)",
                      tokens, slope)]
 
-    def _accumulator(self, config: TransformerConfig, micro_batches: int) -> list[Term]:
-        if micro_batches <= 1 or self.base.transformer.micro_batches > 1:
+    def _accumulator(self, config: TransformerConfig, micro_batches: int,
+                     tokens: int) -> list[Term]:
+        """What gradient accumulation adds to a baseline compiled without it."""
+        if micro_batches <= 1 or any(b.transformer.micro_batches > 1 for b in self.baselines):
             return []
         target = parse_target(self.base.target)
         params = parameters_per_device(config, param_count(config), target.num_devices,
                                        target.num_slices)
-        return [Term("parameters × fp32 gradient accumulator", params, ACCUMULATOR_BYTES)]
+        state = state_bytes_per_parameter(config)
+        unheld = (state.parameter + state.optimizer) * params - self.base.fixed_bytes
+        terms = [Term("parameters × fp32 gradient accumulator", params, ACCUMULATOR_BYTES)]
+        if unheld > 0:
+            terms.append(Term("model state the baseline's peak did not hold, held through the "
+                              "accumulation loop", 1, unheld))
+        return terms + [Term("tokens × token ids and targets of the other micro-batches, and "
+                             "the scan's copy of all", tokens * (2 * micro_batches - 1),
+                             INPUT_BYTES_PER_TOKEN)]
 
     def _flop_terms(self, config: TransformerConfig, choices: dict[str, str], tensor_ways: int,
                     batch_ways: int) -> list[Term]:

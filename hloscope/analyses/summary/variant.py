@@ -37,15 +37,17 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hloscope.analyses.cost.collectives import CollectivesResult
-from hloscope.analyses.memory.checkpoint_names import KEPT, NameRow, name_rows
+from hloscope.analyses.memory.checkpoint_names import KEPT, DeviceShapes, NameRow, name_rows
 from hloscope.analyses.roofline import StepEstimate, estimate_step
 from hloscope.devices import Device, memory_budget
 from hloscope.errors import HloscopeError
 from hloscope.formats.build import BuildFolder
+from hloscope.formats.checkpoint_names import CheckpointName
 from hloscope.formats.compile_record import MemoryFigures
 from hloscope.frames import Rendered
 from hloscope.loader.build import LoadedBuild
 from hloscope.model.module import HloModule
+from hloscope.spec.config import LAYER_INPUT
 from hloscope.spec.targets import parse_target
 from hloscope.units import format_bytes
 
@@ -284,7 +286,31 @@ def checkpoint_names(loaded: LoadedBuild) -> tuple[NameRow, ...] | None:
             live = memory(loaded.module).live_at_peak
         except HloscopeError:  # not scheduled, or not analysable: the names stay unmatched
             live = None
-    return name_rows(names, live)
+    return name_rows(names, live, _device_shapes(loaded))
+
+
+def _device_shapes(loaded: LoadedBuild) -> DeviceShapes | None:
+    """Per-device shapes of the recorded names: the built-in block's closed form under the
+    build's mesh (`spec.tensors.device_shape`); on one device the traced shape; else None."""
+    from hloscope.spec.tensors import device_shape
+
+    build = loaded.build
+    mesh = build.manifest.get("mesh") or {}
+    config = build.model_config
+    if config is not None and mesh:
+        batch_ways = (mesh["dcn_data_parallelism"] * mesh["ici_data_parallelism"]
+                      * mesh["ici_fsdp_parallelism"])
+        tensor_ways = mesh["ici_tensor_parallelism"]
+
+        def local(name: CheckpointName) -> tuple[int, ...] | None:
+            # the block's input (offload_carries) is [b, s, h] whole on every device, as norm1
+            block_name = "norm1" if name.name == LAYER_INPUT else name.name
+            return device_shape(block_name, name.shape, config, batch_ways, tensor_ways)
+
+        return local
+    if parse_target(build.manifest["target"]).num_devices == 1:
+        return lambda name: name.shape
+    return None
 
 
 def names_dicts(rows: tuple[NameRow, ...] | None) -> list[dict[str, Any]] | None:
