@@ -50,7 +50,7 @@ from hloscope.analyses.predict.baseline import mesh_ways
 from hloscope.analyses.predict.model import Prediction, Predictor
 from hloscope.spec.presets import preset_config
 from hloscope.spec.tensors import block_tensors, encode_named
-from hloscope.sweeps.frontier import frontier_names, policy_space
+from hloscope.sweeps.frontier import Candidate, calibrated, frontier_names, policy_space
 from hloscope.sweeps.frontier_run import frontier_capacity
 from hloscope.sweeps.grid import Grid
 from hloscope.units import format_bytes
@@ -208,12 +208,18 @@ def main() -> int:
     lines += [f"    {pdb}: {_short(encode_named(p, block))}" for pdb, p in answer]
 
     started = time.perf_counter()
-    batches = tuple(p * data_ways for p in range(1, args.max_batch + 1))
+    asked = sorted({pdb for pdb, _ in answer}) if args.frontier_batches == "answer" \
+        else range(1, args.max_batch + 1)
+    batches = tuple(p * data_ways for p in asked)
     result = hloscope.sweep(model=args.model, target=args.target, cache=args.cache,
                             grid=Grid((args.seq,), batches), search="frontier",
                             capacity=capacity, names=",".join(names))
     predictor = Predictor(tuple(result.baselines))
-    lines += ["", f"Frontier search: {result.compiles} compiles (baselines and cache hits "
+    which = "those of MaxText's answer" if args.frontier_batches == "answer" \
+        else "the whole range"
+    lines += ["", f"Frontier search at per-device batches {', '.join(map(str, asked))} "
+              f"({which}): "
+              f"{result.compiles} compiles (baselines and cache hits "
               f"included) for {result.candidates} candidates, "
               f"{time.perf_counter() - started:.0f} s",
               "  winners (per-device batch: policy, predicted / compiled bytes):"]
@@ -235,18 +241,26 @@ def main() -> int:
 
     errors, error_lines = _prediction_errors(args, result, predictor, compiler, block, names,
                                              batches, data_ways)
-    worst = max(abs(e) for _, _, e in errors) if errors else None
-    lines += ["", "(b) prediction errors (predicted / compiled - 1):"] + error_lines
-    lines.append(f"    worst {worst:+.1%} over {len(errors)} compiled candidates: "
-                 f"{'PASS' if worst is not None and worst <= TOLERANCE else 'FAIL'} (<= 5%)"
-                 if worst is not None else "    none compiled")
+    raw = [abs(e) for kind, _, e in errors if kind != "random, calibrated"]
+    used = [abs(e) for kind, _, e in errors if kind != "random"]
+    worst = max(raw) if raw else None
+    worst_used = max(used) if used else None
+    lines += ["", "(b) prediction errors (predicted / compiled - 1; 'calibrated': the figure the "
+              "search holds for an uncompiled candidate, the prediction plus its nearest compiled "
+              "neighbour's error):"] + error_lines
+    for label, value, count in (("the predictor alone", worst, len(raw)),
+                                ("as the search predicts", worst_used, len(used))):
+        lines.append(f"    worst {label}: {value:.1%} over {count} compiled candidates: "
+                     f"{'PASS' if value <= TOLERANCE else 'FAIL'} (<= 5%)"
+                     if value is not None else f"    {label}: none compiled")
     report.update(maxtext_calls=maxtext_calls, maxtext_programs=maxtext_programs,
                   maxtext_answer=[[pdb, encode_named(p, block)] for pdb, p in answer],
                   frontier_compiles=result.compiles, frontier_candidates=result.candidates,
                   frontier_winners={str(b // data_ways): w for b, w in result.winners.items()},
                   errors=[{"kind": k, "policy": p, "error": e} for k, p, e in errors],
                   accepted_a=bool(ok_a and ratio_ok),
-                  accepted_b=worst is not None and worst <= TOLERANCE)
+                  accepted_b_predictor=worst is not None and worst <= TOLERANCE,
+                  accepted_b_search=worst_used is not None and worst_used <= TOLERANCE)
     if args.exhaustive:
         ok_c, exhaustive_lines = _exhaustive(args, capacity, data_ways)
         lines += [""] + exhaustive_lines
@@ -307,11 +321,18 @@ def _prediction_errors(args: argparse.Namespace, result: Any, predictor: Predict
         if built.ok and built.required_bytes:
             errors.append(("random", f"{batch // data_ways}:{policy}",
                            prediction.device_bytes / built.required_bytes - 1))
+            neighbours = [Candidate(predictor.predict(r["policy"], batch), r["compiled_bytes"])
+                          for r in result.rows if r["batch"] == batch and r["compiled_bytes"]]
+            errors.append(("random, calibrated", f"{batch // data_ways}:{policy}",
+                           calibrated(Candidate(prediction), neighbours)
+                           / built.required_bytes - 1))
         else:
-            lines.append(f"    random {batch // data_ways}:{_short(policy)}: compile failed")
+            lines.append(f"    random {batch // data_ways}:{_short(policy)}: "
+                         f"{'out of memory' if built.required_bytes else 'compile failed'}"
+                         f" ({_bytes(built.required_bytes)} stated)")
     for kind, label, error in errors:
         pdb, policy = label.split(":", 1)
-        lines.append(f"    {kind:8s} pdb {pdb:>3s} {_short(policy):60s} {error:+.2%}")
+        lines.append(f"    {kind:18s} pdb {pdb:>3s} {_short(policy):55s} {error:+.2%}")
     return errors, lines
 
 
@@ -359,6 +380,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--names", default="attn_out,query_proj,mlp_gate,mlp_up")
     parser.add_argument("--max-batch", type=int, default=8, help="per-device batch range top")
+    parser.add_argument("--frontier-batches", choices=("answer", "range"), default="answer",
+                        help="the frontier's batches: those MaxText's answer names (default) "
+                        "or every one of 1..--max-batch")
     parser.add_argument("--random", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exhaustive", default=None, help="NAMES:PDB,PDB,... e.g. "

@@ -212,7 +212,7 @@ class FrontierSearch:
         for _ in range(MAX_ROUNDS):
             compiled = [c for c in ranked if c.compiled_bytes is not None and c.compiled_ok]
             for candidate in ranked:
-                candidate.calibrated_bytes = _calibrated(candidate, compiled)
+                candidate.calibrated_bytes = calibrated(candidate, compiled)
             winner = next((c for c in ranked if c.compiled_ok
                            and c.calibrated_bytes <= self.capacity), None)
             if winner is None and self._full_compiled_over(candidates):
@@ -248,7 +248,7 @@ class FrontierSearch:
         return built
 
 
-def _calibrated(candidate: Candidate, compiled: list[Candidate]) -> int:
+def calibrated(candidate: Candidate, compiled: list[Candidate]) -> int:
     """Compiled bytes when compiled; else the prediction plus the error (compiled - predicted)
     of the compiled candidate whose choices differ in the fewest names (the least error of
     those at equal distance, so a tie never excludes a candidate); the prediction alone
