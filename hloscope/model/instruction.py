@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from hloscope._native import scan as native
 from hloscope.errors import ParseError, SourceLocation
 from hloscope.model import attributes as attr
 from hloscope.model.scan import blank_block_comments, split_top_level
@@ -124,6 +125,10 @@ class Instruction:
         """Names of the operand instructions (none for parameter, constant, iota, ...)."""
         if self.opcode in ("parameter", "constant"):
             return ()
+        if native is not None:
+            names = native.plain_operands(self.text, self.operands_start, self.operands_end)
+            if names is not None:
+                return names
         plain = self.text[self.operands_start : self.operands_end]
         if _PLAIN_OPERANDS.fullmatch(plain):  # `%a, %b`: no shapes, comments or strings
             return tuple(_LAST_WORD_OF_ITEM.findall(plain))
@@ -157,6 +162,10 @@ class Instruction:
 
     def _split_attributes(self) -> dict[str, tuple[int, int]]:
         start = self.operands_end + 1
+        if native is not None:  # the same spans for the lists it reads; None: read them here
+            spans = native.attribute_spans(self.text, start)
+            if spans is not None:
+                return spans
         rest = self.text[start:]
         if not rest.strip():
             return {}
@@ -233,9 +242,12 @@ class Instruction:
     def called_computations(self) -> tuple[str, ...]:
         if _CALLED_KEY.search(self.text, self.operands_end) is None:
             return ()  # no attribute names a computation: skip parsing the attributes
+        spans = self._attribute_spans()
         names: list[str] = []
         for key in CALLED_COMPUTATION_KEYS:
-            names.extend(self._typed(key, attr.computation_names, ()))
+            span = spans.get(key)
+            if span is not None:
+                names.extend(attr.computation_names(self.text[span[0] : span[1]]))
         return tuple(names)
 
     def called_computation(self, key: str) -> str | None:

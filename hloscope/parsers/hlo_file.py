@@ -2,6 +2,9 @@
 
 Every module in the input is returned in order; which one a command analyses is the loader's
 choice (`hloscope.loader`). A byte that is not UTF-8 is reported at its exact line and column.
+A plain file and text in a string are read in chunks of a few megabytes (the parser's C
+accelerator reads a run of lines per call); a .gz file and standard input line by line, so that a
+read error names the line it happened at.
 """
 from __future__ import annotations
 
@@ -12,12 +15,14 @@ from pathlib import Path
 
 from hloscope.errors import InputError, ParseError, SourceLocation
 from hloscope.model.module import HloModule
-from hloscope.parsers.text import parse_lines
+from hloscope.parsers.text import parse_chunks, parse_lines
+
+CHUNK = 1 << 20  # characters read at a time from a plain file
 
 
 def parse_text(text: str, source: str = "<text>") -> list[HloModule]:
-    """Every module of HLO text held in a string."""
-    return parse_lines(io.StringIO(text), source)
+    """Every module of HLO text held in a string (lines split at `\\n`, as io.StringIO's)."""
+    return parse_chunks((text,), source)
 
 
 def looks_like_text(source: str) -> bool:
@@ -35,7 +40,9 @@ def load_file(path: Path) -> list[HloModule]:
         raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
     with handle:
         try:
-            return parse_stream(handle, str(path))
+            if path.suffix == ".gz":
+                return parse_stream(handle, str(path))
+            return _parse_chunked(handle, str(path))
         except ParseError as error:
             if error.message.startswith(NOT_UTF8):
                 raise _locate_decode_error(path) from None
@@ -63,6 +70,17 @@ def parse_stream(lines: Iterable[str], source: str) -> list[HloModule]:
 
 
 NOT_UTF8 = "not UTF-8 text"
+
+
+def _parse_chunked(handle: io.TextIOBase, source: str) -> list[HloModule]:
+    """A plain file read CHUNK characters at a time; a decoding error is placed by the caller."""
+    try:
+        return parse_chunks(iter(lambda: handle.read(CHUNK), ""), source)
+    except UnicodeDecodeError:
+        raise ParseError(f"{NOT_UTF8}: is this an HLO text file?",
+                         SourceLocation(source, 1, 1)) from None
+    except OSError as error:
+        raise InputError(f"{source}: cannot read: {error.strerror or error}") from None
 
 
 def _locate_decode_error(path: Path) -> ParseError:

@@ -7,7 +7,7 @@ operands name instructions of the same computation, and called computations exis
 from __future__ import annotations
 
 from hloscope.gc_pause import paused_gc
-from hloscope.model.instruction import Instruction
+from hloscope.model.instruction import CALLED_COMPUTATION_KEYS, Instruction
 from hloscope.model.module import Computation, HloModule
 
 _TYPED_ACCESSORS = {
@@ -25,6 +25,9 @@ _TYPED_ACCESSORS = {
     "backend_config": "backend_config",
     "control-predecessors": "control_predecessors",
 }
+
+
+_CALLED_KEYS = frozenset(CALLED_COMPUTATION_KEYS)
 
 
 def validate(module: HloModule) -> None:
@@ -66,10 +69,13 @@ def _validate_attributes(module: HloModule, instruction: Instruction) -> None:
 
 
 def _typed_attributes(module: HloModule, instruction: Instruction) -> None:
-    for key in instruction.attribute_names:  # in the text's order: the first malformed fails
+    spans = instruction._attribute_spans()  # noqa: SLF001  (split once, read by key below)
+    for key in spans:  # in the text's order: the first malformed fails
         accessor = _TYPED_ACCESSORS.get(key)
         if accessor is not None:
             getattr(instruction, accessor)
+    if _CALLED_KEYS.isdisjoint(spans):
+        return  # no attribute names a computation: called_computations is empty
     for called in instruction.called_computations:
         if called not in module.computations:
             offset = instruction.text.find(called, instruction.operands_end)

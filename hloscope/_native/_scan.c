@@ -1,0 +1,1129 @@
+/* hloscope._native._scan: the optional C accelerator of hloscope's HLO text parser.
+ *
+ * Each function here takes only the common, simple case of what a pure-Python function of
+ * hloscope reads and *declines* everything else (returns None, or stops and hands the position
+ * back), so that the Python code handles it. Its results, where it gives one, are the Python
+ * code's exactly; `HLOSCOPE_NO_NATIVE=1` runs the Python code alone and the test suite runs the
+ * parser tests both ways.
+ *
+ * To keep that promise simple, every scanner here works on ASCII text only: a line (or value)
+ * holding a character outside printable ASCII (tab and line feed aside) is declined, so Python's
+ * Unicode-aware `\s` and `\w` and this file's byte classes agree on everything accepted.
+ *
+ *   fast_lines      hloscope.parsers.text.TextParser.feed's one-line fast paths, line after line
+ *   check_run       hloscope.parsers.checks.instructions.check_computation's per-instruction body
+ *   split_simple    hloscope.model.attributes._split_simple
+ *   split_general   hloscope.model.attributes.split_attributes past _split_simple
+ *   attribute_spans hloscope.model.instruction.Instruction._split_attributes
+ *   key_values      hloscope.model.attributes.key_values (no escapes, no braced values)
+ *   plain_operands  hloscope.model.instruction.Instruction.operands for `%a, %b` lists
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * character classes (ASCII) */
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+static int is_lower(char c) { return c >= 'a' && c <= 'z'; }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_name_start(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+/* [\w.\-] */
+static int is_name_char(char c) { return is_name_start(c) || is_digit(c) || c == '.' || c == '-'; }
+/* printable ASCII or a tab: what the scanners accept inside a line */
+static int is_plain(unsigned char c) { return (c >= 0x20 && c < 0x7f) || c == '\t'; }
+
+/* The characters of a str whose every character fits a byte (ASCII or Latin-1): 1, with
+ * *data and *length set; 0 for a wider str (declined: what is accepted here is ASCII); -1 on
+ * error. Every scanner below accepts printable ASCII only, so a Latin-1 byte is declined too. */
+static int text_bytes(PyObject *text, const char **data, Py_ssize_t *length) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "expected str");
+        return -1;
+    }
+    if (PyUnicode_READY(text) < 0) return -1;
+    if (PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND) return 0;
+    *length = PyUnicode_GET_LENGTH(text);
+    *data = (const char *)PyUnicode_DATA(text);
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Instructions on one line (see fast_lines below).
+ */
+enum { N_SLOTS = 10 };
+
+typedef struct {
+    PyObject *intern, *tuple_shapes, *opcodes, *source, *type;
+    PyObject *slots[N_SLOTS];
+} Tables;
+
+static int unpack_tables(PyObject *tables, Tables *t) {
+    PyObject *descriptors;
+    if (!PyArg_ParseTuple(tables, "O!O!O!UO!O!", &PyDict_Type, &t->intern, &PyDict_Type,
+                          &t->tuple_shapes, &PyDict_Type, &t->opcodes, &t->source,
+                          &PyType_Type, &t->type, &PyTuple_Type, &descriptors))
+        return -1;
+    if (PyTuple_GET_SIZE(descriptors) != N_SLOTS) {
+        PyErr_SetString(PyExc_ValueError, "expected the Instruction slot descriptors");
+        return -1;
+    }
+    for (int i = 0; i < N_SLOTS; i++) {
+        t->slots[i] = PyTuple_GET_ITEM(descriptors, i);
+        if (Py_TYPE(t->slots[i])->tp_descr_set == NULL) {
+            PyErr_SetString(PyExc_TypeError, "a slot descriptor cannot be set");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Instruction(name, opcode, shape_text, text, operands_start, operands_end, line, False,
+ * source) with _attributes None: the object is allocated and its slots set directly, which is
+ * what Instruction.__init__ does (it only assigns them). Steals nothing. */
+static PyObject *new_instruction(Tables *t, PyObject *name, PyObject *opcode, PyObject *shape,
+                                 PyObject *text, Py_ssize_t start, Py_ssize_t end,
+                                 Py_ssize_t line, int is_root) {
+    PyTypeObject *type = (PyTypeObject *)t->type;
+    PyObject *obj = type->tp_alloc(type, 0);
+    if (obj == NULL) return NULL;
+    PyObject *values[N_SLOTS] = {name, opcode, shape, text, PyLong_FromSsize_t(start),
+                                 PyLong_FromSsize_t(end), PyLong_FromSsize_t(line),
+                                 is_root ? Py_True : Py_False,
+                                 t->source, Py_None};
+    int failed = values[4] == NULL || values[5] == NULL || values[6] == NULL;
+    for (int i = 0; i < N_SLOTS && !failed; i++)
+        failed = Py_TYPE(t->slots[i])->tp_descr_set(t->slots[i], obj, values[i]) < 0;
+    for (int i = 4; i < 7; i++) Py_XDECREF(values[i]);
+    if (failed) {
+        Py_DECREF(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* _simple_complete_line on s[a:b]: brackets `{}` and `()` balanced by count, no comment
+ * opener (two slashes, slash-star), and the text does not end (trailing whitespace aside) with one of `,={([`. */
+static int simple_complete(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    Py_ssize_t braces = 0, parens = 0;
+    char last = 0;
+    for (Py_ssize_t i = a; i < b; i++) {
+        char c = s[i];
+        if (c == '{') braces++;
+        else if (c == '}') braces--;
+        else if (c == '(') parens++;
+        else if (c == ')') parens--;
+        else if (c == '/' && i + 1 < b && (s[i + 1] == '/' || s[i + 1] == '*')) return 0;
+        if (!is_space(c)) last = c;
+    }
+    if (braces || parens) return 0;
+    return !(last == ',' || last == '=' || last == '{' || last == '(' || last == '[');
+}
+
+/* `[ \t]*(?:,|\r?\n?$)` at p, the end of the text at e (a line's, its '\n' included). */
+static int at_item_end(const char *s, Py_ssize_t p, Py_ssize_t e) {
+    while (p < e && is_blank(s[p])) p++;
+    if (p < e && s[p] == ',') return 1;
+    if (p < e && s[p] == '\r') p++;
+    if (p < e && s[p] == '\n') p++;
+    return p == e || (p == e - 1 && s[p] == '\n');
+}
+
+/* `[a-z][a-z0-9\-]*\(([^()"]*)\)` then at_item_end, from p; sets the opcode span and the
+ * operand span; 0 when it does not match. */
+static int opcode_call(const char *s, Py_ssize_t p, Py_ssize_t e, Py_ssize_t *op_end,
+                       Py_ssize_t *ops_start, Py_ssize_t *ops_end) {
+    if (p >= e || !is_lower(s[p])) return 0;
+    while (p < e && (is_lower(s[p]) || is_digit(s[p]) || s[p] == '-')) p++;
+    *op_end = p;
+    if (p >= e || s[p] != '(') return 0;
+    *ops_start = ++p;
+    while (p < e && s[p] != '(' && s[p] != ')' && s[p] != '"') p++;
+    if (p >= e || s[p] != ')') return 0;
+    *ops_end = p;
+    return at_item_end(s, p + 1, e);
+}
+
+static PyObject *substring(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    return PyUnicode_FromStringAndSize(s + a, b - a);  /* ASCII: one byte a character */
+}
+
+/* Looks text[a:b] up in `table`: a new reference to the value, NULL with no error set when
+ * absent, NULL with an error set on failure. */
+static PyObject *lookup(PyObject *table, const char *s, Py_ssize_t a, Py_ssize_t b) {
+    PyObject *key = substring(s, a, b);
+    if (key == NULL) return NULL;
+    PyObject *value = PyDict_GetItemWithError(table, key);
+    Py_DECREF(key);
+    Py_XINCREF(value);
+    return value;
+}
+
+/* `/\*.*?\*\/` comments of s[a:b] blanked into a new buffer; NULL (no error) when one is not
+ * closed on the line, as Python's regex then leaves it (and the line is declined). */
+static char *blank_comments(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    char *out = PyMem_Malloc(b - a + 1);
+    if (out == NULL) return NULL;
+    memcpy(out, s + a, b - a);
+    out[b - a] = 0;
+    Py_ssize_t n = b - a;
+    for (Py_ssize_t i = 0; i + 1 < n; i++) {
+        if (out[i] != '/' || out[i + 1] != '*') continue;
+        Py_ssize_t j = i + 2;
+        while (j + 1 < n && !(out[j] == '*' && out[j + 1] == '/')) j++;
+        if (j + 1 >= n) {
+            PyMem_Free(out);
+            return NULL;
+        }
+        memset(out + i, ' ', j + 2 - i);
+        i = j + 1;
+    }
+    return out;
+}
+
+/* One line s[a:b] (its '\n' included). Returns 1 when taken (an Instruction appended or a
+ * blank line), 0 when declined, -1 on error. */
+static int take_line(Tables *t, const char *s, Py_ssize_t a, Py_ssize_t b, Py_ssize_t line,
+                     PyObject *instructions, int *root_seen) {
+    Py_ssize_t p = a, i;
+    int nonblank = 0;
+    for (i = a; i < b; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!is_plain(c) && !(c == '\n' && i == b - 1)) return 0;
+        nonblank |= !is_blank(c) && c != '\n';
+    }
+    if (!nonblank) return 1;
+    while (p < b && is_blank(s[p])) p++;
+    int is_root = b - p >= 5 && memcmp(s + p, "ROOT", 4) == 0 && is_blank(s[p + 4]);
+    if (is_root) {  /* a second ROOT is an error, which Python reports */
+        if (*root_seen) return 0;
+        p += 4;
+        while (p < b && is_blank(s[p])) p++;
+        if (p >= b || !(s[p] == '%' || is_name_start(s[p]))) return 0;  /* `ROOT = ...` */
+    }
+    if (p < b && s[p] == '%') p++;
+    Py_ssize_t name_start = p;
+    if (p >= b || !is_name_start(s[p])) return 0;
+    while (p < b && is_name_char(s[p])) p++;
+    Py_ssize_t name_end = p;
+    while (p < b && is_blank(s[p])) p++;
+    if (p >= b || s[p] != '=') return 0;
+    p++;
+    while (p < b && is_blank(s[p])) p++;
+    if (p >= b) return 0;
+
+    const char *text = s;       /* the line's characters, blanked comments for a tuple */
+    Py_ssize_t base = a;        /* where the line starts in `text` */
+    char *blanked = NULL;
+    Py_ssize_t shape_start = p, shape_end, op_start, op_end, ops_start, ops_end;
+    PyObject *shape_table;
+    if (s[p] == '(') {          /* a tuple shape, known from the careful path */
+        for (i = p; i + 1 < b; i++)
+            if (s[i] == '/' && s[i + 1] == '*') break;
+        if (i + 1 < b) {
+            blanked = blank_comments(s, a, b);
+            if (blanked == NULL) return PyErr_Occurred() ? -1 : 0;
+            text = blanked;
+            base = 0;
+        }
+        Py_ssize_t tb = base + (b - a), q;
+        int found = 0;
+        for (q = base + (p - a); q < tb && !found; q++) {
+            if (text[q] != ')') continue;
+            Py_ssize_t r = q + 1;
+            if (r >= tb || !is_blank(text[r])) continue;
+            while (r < tb && is_blank(text[r])) r++;
+            if (opcode_call(text, r, tb, &op_end, &ops_start, &ops_end)) {
+                found = 1;
+                shape_end = q + 1;
+                op_start = r;
+            }
+        }
+        if (!found || !simple_complete(text, shape_end, tb)) goto decline;
+        shape_start = base + (p - a);
+        shape_table = t->tuple_shapes;
+    } else {                    /* [a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})? */
+        if (!is_lower(s[p])) return 0;
+        while (p < b && (is_lower(s[p]) || is_digit(s[p]))) p++;
+        if (p >= b || s[p] != '[') return 0;
+        while (p < b && s[p] != ']') p++;
+        if (p >= b) return 0;
+        p++;
+        if (p < b && s[p] == '{') {
+            Py_ssize_t q = p + 1;
+            while (q < b && s[q] != '{' && s[q] != '}') q++;
+            if (q >= b || s[q] != '}') return 0;
+            p = q + 1;
+        }
+        shape_end = p;
+        if (p >= b || !is_blank(s[p])) return 0;
+        while (p < b && is_blank(s[p])) p++;
+        op_start = p;
+        if (!opcode_call(s, p, b, &op_end, &ops_start, &ops_end)) return 0;
+        if (!simple_complete(s, a, b)) return 0;
+        shape_table = t->intern;
+    }
+
+    int result = -1;
+    PyObject *shape = NULL, *opcode = NULL, *name = NULL, *line_text = NULL, *obj = NULL;
+    shape = lookup(shape_table, text, shape_start, shape_end);
+    if (shape == NULL) goto done_or_decline;
+    opcode = lookup(t->opcodes, text, op_start, op_end);
+    if (opcode == NULL) goto done_or_decline;
+    name = substring(s, name_start, name_end);
+    line_text = substring(text, base, base + (b - a));
+    if (name == NULL || line_text == NULL) goto done;
+    obj = new_instruction(t, name, opcode, shape, line_text, ops_start - base, ops_end - base,
+                          line, is_root);
+    if (obj == NULL) goto done;
+    result = PyList_Append(instructions, obj) < 0 ? -1 : 1;
+    *root_seen |= is_root;
+    goto done;
+done_or_decline:
+    result = PyErr_Occurred() ? -1 : 0;
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(opcode);
+    Py_XDECREF(name);
+    Py_XDECREF(line_text);
+    Py_XDECREF(obj);
+    if (blanked != NULL) PyMem_Free(blanked);
+    return result;
+decline:
+    if (blanked != NULL) PyMem_Free(blanked);
+    return 0;
+}
+
+/* A computation header `[ENTRY ]name (p: shape, ...) -> result {` on one line whose parameters
+ * are array shapes (what _COMPUTATION_HEADER and _ARRAY_PARAMETERS read in full): 1 with
+ * *header = (is_entry, name, ((name, shape), ...), result) where shapes are interned in `intern`
+ * and the result's blanks are collapsed, as TextParser._computation_header builds them; 0 to
+ * decline (Python reads the line); -1 on error. */
+static Py_ssize_t array_shape_end(const char *s, Py_ssize_t p, Py_ssize_t b) {
+    /* [a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})? at p: the end, or -1 */
+    if (p >= b || !is_lower(s[p])) return -1;
+    while (p < b && (is_lower(s[p]) || is_digit(s[p]))) p++;
+    if (p >= b || s[p] != '[') return -1;
+    while (p < b && s[p] != ']') p++;
+    if (p >= b) return -1;
+    p++;
+    if (p < b && s[p] == '{') {
+        Py_ssize_t q = p + 1;
+        while (q < b && s[q] != '{' && s[q] != '}') q++;
+        if (q >= b || s[q] != '}') return -1;
+        p = q + 1;
+    }
+    return p;
+}
+
+static int take_header(Tables *t, const char *s, Py_ssize_t a, Py_ssize_t b, PyObject **header) {
+    Py_ssize_t p = a, i, balance = 0;
+    char last = 0;
+    for (i = a; i < b; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!is_plain(c) && !(c == '\n' && i == b - 1)) return 0;
+        if (c == '"' || c == '/') return 0;
+        if (c == '(' || c == '{' || c == '[') balance++;
+        else if (c == ')' || c == '}' || c == ']') balance--;
+        if (!is_space(c)) last = c;
+    }
+    if (balance != 1 || last != '{') return 0;
+    while (p < b && is_blank(s[p])) p++;
+    if (b - p >= 9 && memcmp(s + p, "HloModule", 9) == 0) return 0;
+    int is_entry = b - p >= 6 && memcmp(s + p, "ENTRY", 5) == 0 && is_blank(s[p + 5]);
+    if (is_entry) {
+        p += 5;
+        while (p < b && is_blank(s[p])) p++;
+    }
+    if (p < b && s[p] == '%') p++;
+    if (p >= b || !is_name_start(s[p])) return 0;
+    Py_ssize_t name_start = p;
+    while (p < b && is_name_char(s[p])) p++;
+    Py_ssize_t name_end = p;
+    while (p < b && is_blank(s[p])) p++;
+    if (p >= b || s[p] != '(') return 0;
+    p++;
+    PyObject *parameters = PyList_New(0), *result = NULL;
+    if (parameters == NULL) return -1;
+    if (p < b && s[p] == ')') {
+        p++;
+    } else {
+        for (;;) {  /* \s*%?NAME\s*:\s*ARRAY_SHAPE\s* then `,` or `)` */
+            while (p < b && is_blank(s[p])) p++;
+            if (p < b && s[p] == '%') p++;
+            if (p >= b || !is_name_start(s[p])) goto decline;
+            Py_ssize_t k = p;
+            while (p < b && is_name_char(s[p])) p++;
+            Py_ssize_t k_end = p;
+            while (p < b && is_blank(s[p])) p++;
+            if (p >= b || s[p] != ':') goto decline;
+            p++;
+            while (p < b && is_blank(s[p])) p++;
+            Py_ssize_t shape_start = p, shape_end = array_shape_end(s, p, b);
+            if (shape_end < 0) goto decline;
+            for (i = shape_start; i < shape_end; i++)
+                if (is_blank(s[i]) || s[i] == '-' || s[i] == '>') goto decline;
+            p = shape_end;
+            while (p < b && is_blank(s[p])) p++;
+            PyObject *name = substring(s, k, k_end), *shape = substring(s, shape_start, shape_end);
+            PyObject *interned = shape ? PyDict_SetDefault(t->intern, shape, shape) : NULL;
+            PyObject *pair = interned && name ? PyTuple_Pack(2, name, interned) : NULL;
+            int failed = pair == NULL || PyList_Append(parameters, pair) < 0;
+            Py_XDECREF(name);
+            Py_XDECREF(shape);
+            Py_XDECREF(pair);
+            if (failed) goto fail;
+            if (p < b && s[p] == ',') {
+                p++;
+                continue;
+            }
+            if (p < b && s[p] == ')') {
+                p++;
+                break;
+            }
+            goto decline;
+        }
+    }
+    while (p < b && is_blank(s[p])) p++;
+    if (b - p < 2 || s[p] != '-' || s[p + 1] != '>') goto decline;
+    p += 2;
+    while (p < b && is_blank(s[p])) p++;
+    Py_ssize_t r = p, r_end = b;  /* the result: up to the last `{`, blanks stripped */
+    while (r_end > r && s[r_end - 1] != '{') r_end--;
+    r_end--;
+    while (r_end > r && is_blank(s[r_end - 1])) r_end--;
+    if (r_end <= r) goto decline;
+    char buffer[512];
+    Py_ssize_t length = 0;
+    for (i = r; i < r_end; i++) {
+        if (s[i] == '-' && i + 1 < r_end && s[i + 1] == '>') goto decline;
+        if (length >= (Py_ssize_t)sizeof buffer) goto decline;
+        if (is_blank(s[i])) {
+            if (length && buffer[length - 1] == ' ') continue;
+            buffer[length++] = ' ';
+        } else {
+            buffer[length++] = s[i];
+        }
+    }
+    result = PyUnicode_FromStringAndSize(buffer, length);
+    PyObject *name = substring(s, name_start, name_end);
+    PyObject *tuple = PyList_AsTuple(parameters);
+    if (result == NULL || name == NULL || tuple == NULL) {
+        Py_XDECREF(name);
+        Py_XDECREF(tuple);
+        goto fail;
+    }
+    *header = Py_BuildValue("(ONNN)", is_entry ? Py_True : Py_False, name, tuple, result);
+    Py_DECREF(parameters);
+    return *header == NULL ? -1 : 1;
+decline:
+    Py_DECREF(parameters);
+    return 0;
+fail:
+    Py_DECREF(parameters);
+    Py_XDECREF(result);
+    return -1;
+}
+
+/* `[ \t]*}[ \t]*\n?`: a computation's plain closing line. */
+static int is_close(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    while (a < b && is_blank(s[a])) a++;
+    if (a >= b || s[a] != '}') return 0;
+    a++;
+    while (a < b && is_blank(s[a])) a++;
+    return a == b || (a == b - 1 && s[a] == '\n');
+}
+
+static int is_blank_line(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    while (a < b && is_blank(s[a])) a++;
+    return a == b || (a == b - 1 && s[a] == '\n');
+}
+
+/* fast_lines(chunk, pos, instructions, line_number, root_seen, tables)
+ *   -> (pos, lines, last_line_start, root_seen, event, header)
+ *
+ * Inside a computation (`instructions` its list) with no statement pending: consumes the lines
+ * TextParser.feed would take with its one-line fast paths (_FAST_INSTRUCTION with
+ * _simple_complete_line, or _add_fast_tuple), appending an Instruction for each, and blank lines.
+ * Between computations (`instructions` None, no section table open): consumes blank lines.
+ * Stops at the first other line, at `pos`, and says what it is: event 1, a plain `}` closing the
+ * computation; event 2, a computation header `header` (see take_header); else 0. Consumes none
+ * of those. `tables` is (intern, tuple_shapes, opcodes, source, Instruction, its slot
+ * descriptors in __slots__ order): a shape, tuple shape or opcode not in its table yet is
+ * declined, so that Python checks and records it first. A ROOT line is taken while `root_seen`
+ * is false (a second one is Python's error to report). */
+static PyObject *fast_lines(PyObject *self, PyObject *args) {
+    PyObject *chunk, *instructions, *tables, *header = Py_None;
+    Py_ssize_t pos, line;
+    int root_seen, event = 0;
+    Tables t;
+    if (!PyArg_ParseTuple(args, "UnOnpO!", &chunk, &pos, &instructions, &line, &root_seen,
+                          &PyTuple_Type, &tables))
+        return NULL;
+    if (instructions != Py_None && !PyList_Check(instructions)) {
+        PyErr_SetString(PyExc_TypeError, "instructions: expected a list or None");
+        return NULL;
+    }
+    if (unpack_tables(tables, &t) < 0) return NULL;
+    Py_ssize_t n, count = 0, last = pos;
+    const char *s;
+    int kind = text_bytes(chunk, &s, &n);
+    if (kind < 0) return NULL;
+    if (kind && pos >= 0) {
+        while (pos < n) {
+            const char *newline = memchr(s + pos, '\n', n - pos);
+            Py_ssize_t end = newline ? newline - s + 1 : n;
+            int taken;
+            if (instructions == Py_None) {
+                taken = is_blank_line(s, pos, end);
+                if (!taken) {
+                    int found = take_header(&t, s, pos, end, &header);
+                    if (found < 0) return NULL;
+                    event = found ? 2 : 0;
+                }
+            } else {
+                taken = take_line(&t, s, pos, end, line + count, instructions, &root_seen);
+                if (taken < 0) return NULL;
+                if (!taken && is_close(s, pos, end)) event = 1;
+            }
+            if (!taken) break;
+            last = pos;
+            pos = end;
+            count++;
+        }
+    }
+    if (header == Py_None) Py_INCREF(header);
+    return Py_BuildValue("nnniiN", pos, count, last, root_seen, event, header);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Operand lists: `[ \t]*%?NAME[ \t]*` items separated by `,` where NAME is [^\s,%] characters
+ * that _PLAIN_OPERANDS allows (no `[]{}()"/`). For those, _LAST_WORD_OF_ITEM.findall gives the
+ * NAMEs; an empty or blank list gives none. Returns the count of names (filling starts/ends up
+ * to `cap`), or -1 to decline. */
+/* Blanks and `/\*...*\/` comments from p (a comment must close before b): the end, or -1. */
+static Py_ssize_t skip_blanks_comments(const char *s, Py_ssize_t p, Py_ssize_t b) {
+    for (;;) {
+        while (p < b && is_blank(s[p])) p++;
+        if (p + 1 >= b || s[p] != '/' || s[p + 1] != '*') return p;
+        Py_ssize_t q = p + 2;
+        while (q + 1 < b && !(s[q] == '*' && s[q + 1] == '/')) q++;
+        if (q + 1 >= b) return -1;
+        p = q + 2;
+    }
+}
+
+static Py_ssize_t operand_spans(const char *s, Py_ssize_t a, Py_ssize_t b, Py_ssize_t *starts,
+                                Py_ssize_t *ends, Py_ssize_t cap) {
+    /* With a comment (`/\*index=5*\/`), Python's slow path reads the list with the comments
+     * blanked: the last word of each non-blank item, `%` stripped; the same names here. */
+    Py_ssize_t p = a, count = 0;
+    for (Py_ssize_t i = a; i < b; i++)
+        if (!is_plain((unsigned char)s[i])) return -1;
+    p = skip_blanks_comments(s, p, b);
+    if (p < 0) return -1;
+    if (p == b) return 0;
+    for (;;) {
+        p = skip_blanks_comments(s, p, b);
+        if (p < 0) return -1;
+        if (p < b && s[p] == '%') p++;
+        Py_ssize_t start = p;
+        while (p < b) {
+            char c = s[p];
+            if (is_blank(c) || c == ',' || c == '%') break;
+            if (!is_plain((unsigned char)c) || strchr("[]{}()\"/", c) != NULL) return -1;
+            p++;
+        }
+        if (p == start) return -1;
+        if (count < cap) {
+            starts[count] = start;
+            ends[count] = p;
+        }
+        count++;
+        p = skip_blanks_comments(s, p, b);
+        if (p < 0) return -1;
+        if (p == b) return count;
+        if (s[p] != ',') return -1;
+        p++;
+    }
+}
+
+/* plain_operands(text, start, end) -> tuple of names, or None to decline. */
+static PyObject *plain_operands(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t a, b, n;
+    if (!PyArg_ParseTuple(args, "Unn", &text, &a, &b)) return NULL;
+    const char *s;
+    int kind = text_bytes(text, &s, &n);
+    if (kind < 0) return NULL;
+    if (!kind || a < 0 || b > n || a > b) Py_RETURN_NONE;
+    Py_ssize_t starts[64], ends[64];
+    Py_ssize_t count = operand_spans(s, a, b, starts, ends, 64);
+    if (count < 0 || count > 64) Py_RETURN_NONE;
+    PyObject *names = PyTuple_New(count);
+    if (names == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *name = substring(s, starts[i], ends[i]);
+        if (name == NULL) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    return names;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * check_run(instructions, index, defined, parameters, memo, arity, above) -> index
+ *
+ * check_computation's body for instructions[index:], while each is one it passes without
+ * looking closer: a new name; a parameter whose number is plain digits and new; a constant
+ * whose (shape, literal) passed before; operands that are a plain list of names defined above,
+ * as many as `arity` allows; attribute keys (found as _KEY_CANDIDATE finds them) whose
+ * (opcode, *keys) passed before, or ("=called", opcode, *keys) did, which needs the computations
+ * they name to be keys of `above` (as _check_called's first step finds them). Records what check_computation records (defined, parameters)
+ * and returns the index of the first instruction it leaves to Python.
+ */
+static PyObject *attribute_keys(const char *s, Py_ssize_t from, Py_ssize_t n, PyObject *opcode) {
+    /* (opcode, *keys) for `,\s*([A-Za-z_][\w.\-]*)\s*=` found from `from`; NULL no error when
+     * the text is not ASCII-plain (declined). */
+    PyObject *keys = PyList_New(0);
+    if (keys == NULL) return NULL;
+    if (PyList_Append(keys, opcode) < 0) goto fail;
+    for (Py_ssize_t p = from; p < n; p++) {
+        if (s[p] != ',') continue;
+        Py_ssize_t q = p + 1;
+        while (q < n && is_space(s[q])) q++;
+        if (q >= n || !is_name_start(s[q])) continue;
+        Py_ssize_t k = q;
+        while (q < n && is_name_char(s[q])) q++;
+        Py_ssize_t k_end = q;
+        while (q < n && is_space(s[q])) q++;
+        if (q >= n || s[q] != '=') continue;
+        PyObject *key = substring(s, k, k_end);
+        if (key == NULL || PyList_Append(keys, key) < 0) {
+            Py_XDECREF(key);
+            goto fail;
+        }
+        Py_DECREF(key);
+        p = q;
+    }
+    PyObject *tuple = PyList_AsTuple(keys);
+    Py_DECREF(keys);
+    return tuple;
+fail:
+    Py_DECREF(keys);
+    return NULL;
+}
+
+/* _check_called's first step: the values `_CALLED_VALUES.findall` finds from `from` (a key
+ * naming computations after `,` or a blank, `=`, then `{...}` or a name), and every name in them
+ * (_NAME_IN_LIST) a key of `above`. 1 when all are, 0 when one is not, -1 on error. */
+static const char *CALLED_KEYS[] = {"calls", "to_apply", "body", "condition",
+                                    "branch_computations", "true_computation",
+                                    "false_computation", "select", "scatter",
+                                    "called_computations", NULL};
+
+static int names_known(const char *s, Py_ssize_t a, Py_ssize_t b, PyObject *above) {
+    Py_ssize_t p = a;
+    while (p < b) {
+        if (!is_name_char(s[p])) {
+            p++;
+            continue;
+        }
+        Py_ssize_t start = p;
+        while (p < b && is_name_char(s[p])) p++;
+        PyObject *name = substring(s, start, p);
+        if (name == NULL) return -1;
+        int found = PyDict_Contains(above, name);
+        Py_DECREF(name);
+        if (found <= 0) return found;
+    }
+    return 1;
+}
+
+static int called_known(const char *s, Py_ssize_t from, Py_ssize_t n, PyObject *above) {
+    Py_ssize_t i = from;
+    while (i < n) {
+        if (s[i] != ',' && !is_space(s[i])) {
+            i++;
+            continue;
+        }
+        Py_ssize_t q = -1;
+        for (int k = 0; CALLED_KEYS[k] != NULL; k++) {
+            size_t length = strlen(CALLED_KEYS[k]);
+            if ((Py_ssize_t)(i + 1 + length) <= n && memcmp(s + i + 1, CALLED_KEYS[k], length) == 0) {
+                q = i + 1 + length;
+                break;
+            }
+        }
+        if (q < 0) {
+            i++;
+            continue;
+        }
+        while (q < n && is_space(s[q])) q++;
+        if (q >= n || s[q] != '=') {
+            i++;
+            continue;
+        }
+        q++;
+        while (q < n && is_space(s[q])) q++;
+        Py_ssize_t v = q, v_end = -1;
+        if (q < n && s[q] == '{') {
+            Py_ssize_t r = q + 1;
+            while (r < n && s[r] != '{' && s[r] != '}') r++;
+            if (r < n && s[r] == '}') v_end = r + 1;
+        }
+        if (v_end < 0) {
+            Py_ssize_t r = q;
+            if (r < n && s[r] == '%') r++;
+            Py_ssize_t word = r;
+            while (r < n && is_name_char(s[r])) r++;
+            if (r > word) v_end = r;
+        }
+        if (v_end < 0) {
+            i++;
+            continue;
+        }
+        int known = names_known(s, v, v_end, above);
+        if (known <= 0) return known;
+        i = v_end;
+    }
+    return 1;
+}
+
+static int text_is_plain(const char *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!is_plain(c) && c != '\n' && c != '\r') return 0;
+    }
+    return 1;
+}
+
+/* 1 when the instruction passes as described above, 0 to decline, -1 on error. */
+static int check_one(PyObject *ins, PyObject *defined, PyObject *parameters, PyObject *memo,
+                     PyObject *arity, PyObject *above, PyObject *names[]) {
+    PyObject *name = NULL, *opcode = NULL, *text = NULL, *o_start = NULL, *o_end = NULL;
+    PyObject *shape = NULL, *item = NULL, *parameter = NULL;  /* parameter: borrowed item */
+    int result = -1;
+    name = PyObject_GetAttr(ins, names[0]);
+    opcode = PyObject_GetAttr(ins, names[1]);
+    text = PyObject_GetAttr(ins, names[2]);
+    o_start = PyObject_GetAttr(ins, names[3]);
+    o_end = PyObject_GetAttr(ins, names[4]);
+    if (!name || !opcode || !text || !o_start || !o_end) goto done;
+    if (!PyUnicode_Check(text) || !PyUnicode_Check(opcode)) goto decline;
+    Py_ssize_t n, a = PyLong_AsSsize_t(o_start), b = PyLong_AsSsize_t(o_end);
+    if (PyErr_Occurred()) goto done;
+    const char *s;
+    int kind = text_bytes(text, &s, &n);
+    if (kind < 0) goto done;
+    if (!kind || a < 0 || b > n || a > b || !text_is_plain(s, n)) goto decline;
+    int known = PyDict_Contains(defined, name);
+    if (known) goto decline_or_error;
+    if (PyUnicode_CompareWithASCIIString(opcode, "parameter") == 0) {
+        long long number = 0;
+        if (a == b || b - a > 15) goto decline;
+        for (Py_ssize_t i = a; i < b; i++) {
+            if (!is_digit(s[i])) goto decline;
+            number = number * 10 + (s[i] - '0');
+        }
+        item = PyLong_FromLongLong(number);
+        if (item == NULL) goto done;
+        int seen = PyDict_Contains(parameters, item);
+        if (seen) goto decline_or_error;
+        parameter = item;
+    } else if (PyUnicode_CompareWithASCIIString(opcode, "constant") == 0) {
+        shape = PyObject_GetAttr(ins, names[5]);
+        if (shape == NULL) goto done;
+        PyObject *literal = substring(s, a, b);
+        if (literal == NULL) goto done;
+        item = PyTuple_Pack(3, names[6], shape, literal);
+        Py_DECREF(literal);
+        if (item == NULL) goto done;
+        int seen = PySet_Contains(memo, item);
+        if (seen <= 0) goto decline_or_error;
+    } else {
+        Py_ssize_t starts[64], ends[64];
+        Py_ssize_t count = operand_spans(s, a, b, starts, ends, 64);
+        if (count < 0 || count > 64) goto decline;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            PyObject *operand = substring(s, starts[i], ends[i]);
+            if (operand == NULL) goto done;
+            int found = PyDict_Contains(defined, operand);
+            Py_DECREF(operand);
+            if (found <= 0) goto decline_or_error;
+        }
+        PyObject *bounds = PyDict_GetItemWithError(arity, opcode);
+        if (bounds == NULL && PyErr_Occurred()) goto done;
+        if (bounds != NULL) {
+            Py_ssize_t low, high;
+            if (!PyArg_ParseTuple(bounds, "nn", &low, &high)) goto done;
+            if (count < low || count > high) goto decline;
+        }
+    }
+    if (b + 1 < n) {
+        PyObject *keys = attribute_keys(s, b, n, opcode);
+        if (keys == NULL) goto done;
+        int passed = PyTuple_GET_SIZE(keys) <= 1 ? 1 : PySet_Contains(memo, keys);
+        if (passed == 0) {  /* keys that passed but for the computations they name */
+            PyObject *tagged = PyTuple_New(PyTuple_GET_SIZE(keys) + 1);
+            if (tagged == NULL) {
+                Py_DECREF(keys);
+                goto done;
+            }
+            Py_INCREF(names[7]);
+            PyTuple_SET_ITEM(tagged, 0, names[7]);
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+                PyObject *key = PyTuple_GET_ITEM(keys, i);
+                Py_INCREF(key);
+                PyTuple_SET_ITEM(tagged, i + 1, key);
+            }
+            passed = PySet_Contains(memo, tagged);
+            Py_DECREF(tagged);
+            if (passed > 0) passed = called_known(s, b, n, above);
+        }
+        Py_DECREF(keys);
+        if (passed <= 0) goto decline_or_error;
+    }
+    if (parameter != NULL && PyDict_SetItem(parameters, parameter, ins) < 0) goto done;
+    result = PyDict_SetItem(defined, name, ins) < 0 ? -1 : 1;
+    goto done;
+decline_or_error:
+    result = PyErr_Occurred() ? -1 : 0;
+    goto done;
+decline:
+    result = 0;
+done:
+    Py_XDECREF(name);
+    Py_XDECREF(opcode);
+    Py_XDECREF(text);
+    Py_XDECREF(o_start);
+    Py_XDECREF(o_end);
+    Py_XDECREF(shape);
+    Py_XDECREF(item);
+    return result;
+}
+
+static PyObject *attr_names[8];
+
+static PyObject *check_run(PyObject *self, PyObject *args) {
+    PyObject *instructions, *defined, *parameters, *memo, *arity, *above;
+    Py_ssize_t index;
+    if (!PyArg_ParseTuple(args, "O!nO!O!O!O!O!", &PyList_Type, &instructions, &index,
+                          &PyDict_Type, &defined, &PyDict_Type, &parameters, &PySet_Type, &memo,
+                          &PyDict_Type, &arity, &PyDict_Type, &above))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(instructions);
+    while (index < n) {
+        int passed = check_one(PyList_GET_ITEM(instructions, index), defined, parameters, memo,
+                               arity, above, attr_names);
+        if (passed < 0) return NULL;
+        if (!passed) break;
+        index++;
+    }
+    return PyLong_FromSsize_t(index);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * split_simple(text, start) -> {key: (start, end)} or None: _split_simple's result, where every
+ * item is `\s*KEY\s*=\s*VALUE\s*(,|\Z)`, VALUE a string, a bare word or a bracket block nested
+ * at most 4 deep; None for anything else (Python then splits it). */
+enum { SIMPLE_LIMIT = 4096 };
+
+/* `"[^"\\\n]*(?:\\.[^"\\\n]*)*"` at p: the end, or -1. */
+static Py_ssize_t string_end(const char *s, Py_ssize_t p, Py_ssize_t n) {
+    p++;
+    while (p < n) {
+        char c = s[p];
+        if (c == '"') return p + 1;
+        if (c == '\n') return -1;
+        if (c == '\\') {
+            if (p + 1 >= n || s[p + 1] == '\n') return -1;
+            p += 2;
+            continue;
+        }
+        p++;
+    }
+    return -1;
+}
+
+/* _nested(depth) at p (an opening bracket): the end, or -1. */
+static Py_ssize_t nested_end(const char *s, Py_ssize_t p, Py_ssize_t n, int depth) {
+    char open = s[p], close = open == '{' ? '}' : open == '[' ? ']' : ')';
+    p++;
+    while (p < n) {
+        char c = s[p];
+        if (c == close) return p + 1;
+        if (c == '"') {
+            p = string_end(s, p, n);
+            if (p < 0) return -1;
+        } else if (c == '{' || c == '[' || c == '(') {
+            if (depth <= 1) return -1;
+            p = nested_end(s, p, n, depth - 1);
+            if (p < 0) return -1;
+        } else if (c == '}' || c == ']' || c == ')' || c == '/') {
+            return -1;
+        } else {
+            p++;
+        }
+    }
+    return -1;
+}
+
+/* _split_simple on s[start:n]: a new dict, None (a new reference) to decline, NULL on error. */
+static PyObject *split_simple_at(const char *s, Py_ssize_t n, Py_ssize_t start) {
+    if (start < 0 || start > n || n - start > SIMPLE_LIMIT || !text_is_plain(s + start, n - start))
+        Py_RETURN_NONE;
+    PyObject *found = PyDict_New();
+    if (found == NULL) return NULL;
+    Py_ssize_t p = start;
+    for (;;) {
+        while (p < n && is_space(s[p])) p++;
+        if (p >= n || !is_name_start(s[p])) goto decline;
+        Py_ssize_t k = p;
+        while (p < n && is_name_char(s[p])) p++;
+        Py_ssize_t k_end = p;
+        while (p < n && is_space(s[p])) p++;
+        if (p >= n || s[p] != '=') goto decline;
+        p++;
+        while (p < n && is_space(s[p])) p++;
+        if (p >= n) goto decline;
+        Py_ssize_t v = p, v_end;
+        char c = s[p];
+        if (c == '"') {
+            v_end = string_end(s, p, n);
+        } else if (c == '{' || c == '[' || c == '(') {
+            v_end = nested_end(s, p, n, 4);
+        } else {
+            while (p < n && !is_space(s[p]) && !strchr(",{}()[]\"/", s[p])) p++;
+            v_end = p > v ? p : -1;
+        }
+        if (v_end < 0) goto decline;
+        p = v_end;
+        while (p < n && is_space(s[p])) p++;
+        PyObject *key = substring(s, k, k_end);
+        PyObject *span = Py_BuildValue("(nn)", v, v_end);
+        int failed = key == NULL || span == NULL || PyDict_SetItem(found, key, span) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(span);
+        if (failed) {
+            Py_DECREF(found);
+            return NULL;
+        }
+        if (p >= n) return found;
+        if (s[p] != ',') goto decline;
+        p++;
+    }
+decline:
+    Py_DECREF(found);
+    Py_RETURN_NONE;
+}
+
+static PyObject *split_simple(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t start, n;
+    if (!PyArg_ParseTuple(args, "Un", &text, &start)) return NULL;
+    const char *s;
+    int kind = text_bytes(text, &s, &n);
+    if (kind < 0) return NULL;
+    if (!kind) Py_RETURN_NONE;
+    return split_simple_at(s, n, start);
+}
+
+/* split_attributes' general path on s[start:n] (split_top_level, then _KEY per item): a new
+ * dict where it raises nothing, None (a new reference) to decline, NULL on error. */
+static PyObject *split_general_at(const char *s, Py_ssize_t n, Py_ssize_t start) {
+    if (start < 0 || start > n || !text_is_plain(s + start, n - start)) Py_RETURN_NONE;
+    PyObject *found = PyDict_New();
+    if (found == NULL) return NULL;
+    Py_ssize_t p = start, depth = 0, item = start;
+    int items = 0;
+    for (;;) {
+        Py_ssize_t item_end = -1;
+        while (p < n && item_end < 0) {
+            char c = s[p];
+            if (c == '"') {
+                p = string_end(s, p, n);
+                if (p < 0) goto decline;
+                continue;
+            }
+            if (c == '/' && p + 1 < n && s[p + 1] == '*') {  /* `/\*.*?\*\/`, on one line */
+                Py_ssize_t q = p + 2;
+                while (q + 1 < n && s[q] != '\n' && !(s[q] == '*' && s[q + 1] == '/')) q++;
+                if (q + 1 < n && s[q] == '*') {
+                    p = q + 2;
+                    continue;
+                }
+            }
+            if (c == '(' || c == '{' || c == '[') {
+                depth++;
+            } else if (c == ')' || c == '}' || c == ']') {
+                if (--depth < 0) goto decline;
+            } else if (c == ',' && depth == 0) {
+                item_end = p;
+            }
+            p++;
+        }
+        if (item_end < 0) {  /* the text's end: the last item, unless blank after no comma */
+            if (depth) goto decline;
+            Py_ssize_t q = item;
+            while (q < n && is_space(s[q])) q++;
+            if (q == n && !items) break;
+            item_end = n;
+        }
+        /* _KEY: \s*([A-Za-z_][\w.\-]*)\s*=\s* within the item, then a non-blank value */
+        Py_ssize_t q = item;
+        while (q < item_end && is_space(s[q])) q++;
+        if (q >= item_end || !is_name_start(s[q])) goto decline;
+        Py_ssize_t k = q;
+        while (q < item_end && is_name_char(s[q])) q++;
+        Py_ssize_t k_end = q;
+        while (q < item_end && is_space(s[q])) q++;
+        if (q >= item_end || s[q] != '=') goto decline;
+        q++;
+        while (q < item_end && is_space(s[q])) q++;
+        if (q >= item_end) goto decline;
+        Py_ssize_t v_end = item_end;
+        while (v_end > 0 && is_space(s[v_end - 1])) v_end--;
+        PyObject *key = substring(s, k, k_end);
+        PyObject *span = Py_BuildValue("(nn)", q, v_end);
+        int failed = key == NULL || span == NULL || PyDict_SetItem(found, key, span) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(span);
+        if (failed) {
+            Py_DECREF(found);
+            return NULL;
+        }
+        items++;
+        if (item_end == n) break;
+        item = p;
+    }
+    return found;
+decline:
+    Py_DECREF(found);
+    Py_RETURN_NONE;
+}
+
+static PyObject *split_general(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t start, n;
+    if (!PyArg_ParseTuple(args, "Un", &text, &start)) return NULL;
+    const char *s;
+    int kind = text_bytes(text, &s, &n);
+    if (kind < 0) return NULL;
+    if (!kind) Py_RETURN_NONE;
+    return split_general_at(s, n, start);
+}
+
+/* attribute_spans(text, start) -> dict or None: Instruction._split_attributes from `start` (just
+ * after the operand list's `)`): {} when only blanks follow, else `,` and split_simple's result;
+ * None to decline (Python then reads it, errors included). */
+static PyObject *attribute_spans(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t start, n;
+    if (!PyArg_ParseTuple(args, "Un", &text, &start)) return NULL;
+    const char *s;
+    int kind = text_bytes(text, &s, &n);
+    if (kind < 0) return NULL;
+    if (!kind || start < 0 || start > n || !text_is_plain(s + start, n - start)) Py_RETURN_NONE;
+    Py_ssize_t p = start;
+    while (p < n && is_space(s[p])) p++;
+    if (p == n) return PyDict_New();
+    if (s[p] != ',') Py_RETURN_NONE;
+    PyObject *found = split_simple_at(s, n, p + 1);
+    if (found != Py_None) return found;
+    Py_DECREF(found);
+    return split_general_at(s, n, p + 1);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * key_values(value) -> dict or None: attributes.key_values for a `{k="v" k2=bare, ...}` body
+ * whose quoted values hold no backslash and whose bare values no brace (None for any other:
+ * Python then reads it, errors included). */
+static PyObject *key_values(PyObject *self, PyObject *args) {
+    PyObject *value;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "U", &value)) return NULL;
+    const char *s;
+    int kind = text_bytes(value, &s, &n);
+    if (kind < 0) return NULL;
+    if (!kind || !text_is_plain(s, n)) Py_RETURN_NONE;
+    Py_ssize_t a = 0, b = n;
+    while (a < b && is_space(s[a])) a++;
+    while (b > a && is_space(s[b - 1])) b--;
+    if (b - a >= 2 && s[a] == '{' && s[b - 1] == '}') {
+        a++;
+        b--;
+    }
+    PyObject *found = PyDict_New();
+    if (found == NULL) return NULL;
+    Py_ssize_t p = a;
+    for (;;) {
+        while (p < b && (s[p] == ' ' || s[p] == ',' || s[p] == '\t' || s[p] == '\n')) p++;
+        if (p >= b) return found;
+        if (!is_name_start(s[p])) goto decline;
+        Py_ssize_t k = p;
+        while (p < b && is_name_char(s[p])) p++;
+        Py_ssize_t k_end = p;
+        if (p >= b || s[p] != '=') goto decline;
+        p++;
+        Py_ssize_t v, v_end;
+        if (p < b && s[p] == '"') {
+            Py_ssize_t q = p + 1;
+            while (q < b && s[q] != '"' && s[q] != '\\') q++;
+            if (q >= b || s[q] != '"') goto decline;
+            v = p + 1;
+            v_end = q;
+            p = q + 1;
+        } else {
+            Py_ssize_t q = p;
+            while (q < b && !is_space(s[q]) && s[q] != '}' && s[q] != '{' && s[q] != '"') q++;
+            if (q == p || (q < b && (s[q] == '{' || s[q] == '"'))) goto decline;
+            v = p;
+            v_end = q;
+            p = q;
+        }
+        PyObject *key = substring(s, k, k_end);
+        PyObject *item = substring(s, v, v_end);
+        int failed = key == NULL || item == NULL || PyDict_SetItem(found, key, item) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(item);
+        if (failed) {
+            Py_DECREF(found);
+            return NULL;
+        }
+    }
+decline:
+    Py_DECREF(found);
+    Py_RETURN_NONE;
+}
+
+/* --------------------------------------------------------------------------------------------- */
+static PyMethodDef methods[] = {
+    {"fast_lines", fast_lines, METH_VARARGS, "TextParser.feed's one-line fast paths, in a run."},
+    {"check_run", check_run, METH_VARARGS, "check_computation's body for a run of instructions."},
+    {"split_simple", split_simple, METH_VARARGS, "attributes._split_simple, or None."},
+    {"split_general", split_general, METH_VARARGS, "split_attributes' general path, or None."},
+    {"attribute_spans", attribute_spans, METH_VARARGS, "Instruction._split_attributes, or None."},
+    {"key_values", key_values, METH_VARARGS, "attributes.key_values for plain bodies, or None."},
+    {"plain_operands", plain_operands, METH_VARARGS, "a plain operand list's names, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan",
+                                    "hloscope's optional C accelerator (see _scan.c).", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__scan(void) {
+    const char *names[8] = {"name", "opcode", "text", "operands_start", "operands_end",
+                            "shape_text", "", "=called"};
+    for (int i = 0; i < 8; i++) {
+        attr_names[i] = PyUnicode_InternFromString(names[i]);
+        if (attr_names[i] == NULL) return NULL;
+    }
+    return PyModule_Create(&module);
+}
