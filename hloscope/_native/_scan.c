@@ -20,6 +20,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------------------------------------
@@ -55,53 +56,111 @@ static int text_bytes(PyObject *text, const char **data, Py_ssize_t *length) {
  * Instructions on one line (see fast_lines below).
  */
 enum { N_SLOTS = 10 };
+enum { S_NAME, S_OPCODE, S_SHAPE, S_TEXT, S_START, S_END, S_LINE, S_ROOT, S_SOURCE, S_ATTRS };
+
+/* The Instruction class and where each of its slots sits in an instance (from its member
+ * descriptors, in __slots__ order), set once by configure(). */
+static PyTypeObject *instruction_type = NULL;
+static Py_ssize_t slot_offsets[N_SLOTS];
+
+#define SLOT(obj, i) (*(PyObject **)((char *)(obj) + slot_offsets[i]))
+
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *type, *descriptors;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &type, &PyTuple_Type, &descriptors))
+        return NULL;
+    if (PyTuple_GET_SIZE(descriptors) != N_SLOTS) {
+        PyErr_SetString(PyExc_ValueError, "expected the Instruction's 10 slot descriptors");
+        return NULL;
+    }
+    for (int i = 0; i < N_SLOTS; i++) {
+        PyObject *descr = PyTuple_GET_ITEM(descriptors, i);
+        if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+            PyErr_SetString(PyExc_TypeError, "expected an object slot's member descriptor");
+            return NULL;
+        }
+        slot_offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    Py_INCREF(type);
+    Py_XSETREF(instruction_type, (PyTypeObject *)type);
+    Py_RETURN_NONE;
+}
+
+/* A cache of dictionary lookups keyed by a key's characters, so that a shape or opcode seen
+ * before is found without making a str of it: only found keys are cached, for tables whose
+ * values never change once set (TextParser's intern, tuple shape and opcode tables only grow).
+ * It belongs to one parser's tables (`owner`, held) and is emptied when another's come. */
+enum { CACHE_SIZE = 4096, CACHE_PROBES = 8 };
 
 typedef struct {
-    PyObject *intern, *tuple_shapes, *opcodes, *source, *type;
-    PyObject *slots[N_SLOTS];
+    Py_hash_t hash;
+    int table;
+    PyObject *key;    /* str (ASCII) */
+    PyObject *value;
+} CacheEntry;
+
+static CacheEntry cache[CACHE_SIZE];
+static PyObject *cache_owner = NULL;
+
+static void cache_reset(PyObject *owner) {
+    if (owner == cache_owner) return;
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        Py_CLEAR(cache[i].key);
+        Py_CLEAR(cache[i].value);
+    }
+    Py_XINCREF(owner);
+    Py_XSETREF(cache_owner, owner);
+}
+
+static Py_hash_t bytes_hash(const char *s, Py_ssize_t n) {
+    Py_uhash_t h = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return (Py_hash_t)(h >> 1);
+}
+
+typedef struct {
+    PyObject *intern, *tuple_shapes, *opcodes, *source;
 } Tables;
 
 static int unpack_tables(PyObject *tables, Tables *t) {
-    PyObject *descriptors;
-    if (!PyArg_ParseTuple(tables, "O!O!O!UO!O!", &PyDict_Type, &t->intern, &PyDict_Type,
-                          &t->tuple_shapes, &PyDict_Type, &t->opcodes, &t->source,
-                          &PyType_Type, &t->type, &PyTuple_Type, &descriptors))
+    if (!PyArg_ParseTuple(tables, "O!O!O!U", &PyDict_Type, &t->intern, &PyDict_Type,
+                          &t->tuple_shapes, &PyDict_Type, &t->opcodes, &t->source))
         return -1;
-    if (PyTuple_GET_SIZE(descriptors) != N_SLOTS) {
-        PyErr_SetString(PyExc_ValueError, "expected the Instruction slot descriptors");
+    if (instruction_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
         return -1;
     }
-    for (int i = 0; i < N_SLOTS; i++) {
-        t->slots[i] = PyTuple_GET_ITEM(descriptors, i);
-        if (Py_TYPE(t->slots[i])->tp_descr_set == NULL) {
-            PyErr_SetString(PyExc_TypeError, "a slot descriptor cannot be set");
-            return -1;
-        }
-    }
+    cache_reset(tables);
     return 0;
 }
 
-/* Instruction(name, opcode, shape_text, text, operands_start, operands_end, line, False,
- * source) with _attributes None: the object is allocated and its slots set directly, which is
- * what Instruction.__init__ does (it only assigns them). Steals nothing. */
+/* Instruction(name, opcode, shape_text, text, operands_start, operands_end, line, is_root,
+ * source) with _attributes None: allocated and its slots set directly, which is what
+ * Instruction.__init__ does (it only assigns them). Steals nothing. */
 static PyObject *new_instruction(Tables *t, PyObject *name, PyObject *opcode, PyObject *shape,
                                  PyObject *text, Py_ssize_t start, Py_ssize_t end,
                                  Py_ssize_t line, int is_root) {
-    PyTypeObject *type = (PyTypeObject *)t->type;
-    PyObject *obj = type->tp_alloc(type, 0);
-    if (obj == NULL) return NULL;
-    PyObject *values[N_SLOTS] = {name, opcode, shape, text, PyLong_FromSsize_t(start),
-                                 PyLong_FromSsize_t(end), PyLong_FromSsize_t(line),
-                                 is_root ? Py_True : Py_False,
-                                 t->source, Py_None};
-    int failed = values[4] == NULL || values[5] == NULL || values[6] == NULL;
-    for (int i = 0; i < N_SLOTS && !failed; i++)
-        failed = Py_TYPE(t->slots[i])->tp_descr_set(t->slots[i], obj, values[i]) < 0;
-    for (int i = 4; i < 7; i++) Py_XDECREF(values[i]);
-    if (failed) {
-        Py_DECREF(obj);
+    PyObject *numbers[3] = {PyLong_FromSsize_t(start), PyLong_FromSsize_t(end),
+                            PyLong_FromSsize_t(line)};
+    PyObject *obj = NULL;
+    if (numbers[0] && numbers[1] && numbers[2])
+        obj = instruction_type->tp_alloc(instruction_type, 0);
+    if (obj == NULL) {
+        for (int i = 0; i < 3; i++) Py_XDECREF(numbers[i]);
         return NULL;
     }
+    PyObject *values[N_SLOTS] = {name, opcode, shape, text, numbers[0], numbers[1], numbers[2],
+                                 is_root ? Py_True : Py_False, t->source, Py_None};
+    for (int i = 0; i < N_SLOTS; i++) {
+        if (i < S_START || i > S_LINE) Py_INCREF(values[i]);  /* the numbers are new already */
+        SLOT(obj, i) = values[i];
+    }
+    /* Its slots hold strings, numbers, booleans and (later) a dict of spans: it can be in no
+     * reference cycle, so the cyclic collector need not track it. Untracked, the hundreds of
+     * thousands of instructions of a large module cost the collection that follows the parse
+     * nothing (tracked, that first young collection traverses every one of them). */
+    PyObject_GC_UnTrack(obj);
     return obj;
 }
 
@@ -151,14 +210,42 @@ static PyObject *substring(const char *s, Py_ssize_t a, Py_ssize_t b) {
     return PyUnicode_FromStringAndSize(s + a, b - a);  /* ASCII: one byte a character */
 }
 
-/* Looks text[a:b] up in `table`: a new reference to the value, NULL with no error set when
- * absent, NULL with an error set on failure. */
-static PyObject *lookup(PyObject *table, const char *s, Py_ssize_t a, Py_ssize_t b) {
+/* Looks text[a:b] up in `table` (number `which`, for the cache): a new reference to the
+ * value, NULL with no error set when absent, NULL with an error set on failure. */
+static PyObject *lookup(PyObject *table, int which, const char *s, Py_ssize_t a, Py_ssize_t b) {
+    Py_hash_t hash = bytes_hash(s + a, b - a) ^ which;
+    Py_ssize_t n = b - a;
+    for (int probe = 0; probe < CACHE_PROBES; probe++) {
+        CacheEntry *entry = &cache[(hash + probe) & (CACHE_SIZE - 1)];
+        if (entry->key == NULL) break;
+        if (entry->hash == hash && entry->table == which &&
+            PyUnicode_GET_LENGTH(entry->key) == n &&
+            memcmp(PyUnicode_DATA(entry->key), s + a, n) == 0) {
+            Py_INCREF(entry->value);
+            return entry->value;
+        }
+    }
     PyObject *key = substring(s, a, b);
     if (key == NULL) return NULL;
     PyObject *value = PyDict_GetItemWithError(table, key);
-    Py_DECREF(key);
-    Py_XINCREF(value);
+    if (value == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    CacheEntry *slot = &cache[hash & (CACHE_SIZE - 1)];
+    for (int probe = 0; probe < CACHE_PROBES; probe++) {
+        CacheEntry *entry = &cache[(hash + probe) & (CACHE_SIZE - 1)];
+        if (entry->key == NULL) {
+            slot = entry;
+            break;
+        }
+    }
+    Py_INCREF(value);
+    Py_XSETREF(slot->key, key);  /* takes the key's reference */
+    Py_XSETREF(slot->value, value);
+    slot->hash = hash;
+    slot->table = which;
+    Py_INCREF(value);
     return value;
 }
 
@@ -220,6 +307,7 @@ static int take_line(Tables *t, const char *s, Py_ssize_t a, Py_ssize_t b, Py_ss
     char *blanked = NULL;
     Py_ssize_t shape_start = p, shape_end, op_start, op_end, ops_start, ops_end;
     PyObject *shape_table;
+    int shape_which;
     if (s[p] == '(') {          /* a tuple shape, known from the careful path */
         for (i = p; i + 1 < b; i++)
             if (s[i] == '/' && s[i + 1] == '*') break;
@@ -245,6 +333,7 @@ static int take_line(Tables *t, const char *s, Py_ssize_t a, Py_ssize_t b, Py_ss
         if (!found || !simple_complete(text, shape_end, tb)) goto decline;
         shape_start = base + (p - a);
         shape_table = t->tuple_shapes;
+        shape_which = 1;
     } else {                    /* [a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})? */
         if (!is_lower(s[p])) return 0;
         while (p < b && (is_lower(s[p]) || is_digit(s[p]))) p++;
@@ -265,13 +354,14 @@ static int take_line(Tables *t, const char *s, Py_ssize_t a, Py_ssize_t b, Py_ss
         if (!opcode_call(s, p, b, &op_end, &ops_start, &ops_end)) return 0;
         if (!simple_complete(s, a, b)) return 0;
         shape_table = t->intern;
+        shape_which = 0;
     }
 
     int result = -1;
     PyObject *shape = NULL, *opcode = NULL, *name = NULL, *line_text = NULL, *obj = NULL;
-    shape = lookup(shape_table, text, shape_start, shape_end);
+    shape = lookup(shape_table, shape_which, text, shape_start, shape_end);
     if (shape == NULL) goto done_or_decline;
-    opcode = lookup(t->opcodes, text, op_start, op_end);
+    opcode = lookup(t->opcodes, 2, text, op_start, op_end);
     if (opcode == NULL) goto done_or_decline;
     name = substring(s, name_start, name_end);
     line_text = substring(text, base, base + (b - a));
@@ -371,6 +461,7 @@ static int take_header(Tables *t, const char *s, Py_ssize_t a, Py_ssize_t b, PyO
             PyObject *name = substring(s, k, k_end), *shape = substring(s, shape_start, shape_end);
             PyObject *interned = shape ? PyDict_SetDefault(t->intern, shape, shape) : NULL;
             PyObject *pair = interned && name ? PyTuple_Pack(2, name, interned) : NULL;
+            if (pair != NULL) PyObject_GC_UnTrack(pair);  /* two strings: in no cycle */
             int failed = pair == NULL || PyList_Append(parameters, pair) < 0;
             Py_XDECREF(name);
             Py_XDECREF(shape);
@@ -411,6 +502,7 @@ static int take_header(Tables *t, const char *s, Py_ssize_t a, Py_ssize_t b, PyO
     result = PyUnicode_FromStringAndSize(buffer, length);
     PyObject *name = substring(s, name_start, name_end);
     PyObject *tuple = PyList_AsTuple(parameters);
+    if (tuple != NULL) PyObject_GC_UnTrack(tuple);  /* of untracked pairs: in no cycle */
     if (result == NULL || name == NULL || tuple == NULL) {
         Py_XDECREF(name);
         Py_XDECREF(tuple);
@@ -451,9 +543,8 @@ static int is_blank_line(const char *s, Py_ssize_t a, Py_ssize_t b) {
  * Between computations (`instructions` None, no section table open): consumes blank lines.
  * Stops at the first other line, at `pos`, and says what it is: event 1, a plain `}` closing the
  * computation; event 2, a computation header `header` (see take_header); else 0. Consumes none
- * of those. `tables` is (intern, tuple_shapes, opcodes, source, Instruction, its slot
- * descriptors in __slots__ order): a shape, tuple shape or opcode not in its table yet is
- * declined, so that Python checks and records it first. A ROOT line is taken while `root_seen`
+ * of those. `tables` is (intern, tuple_shapes, opcodes, source): a shape, tuple shape or
+ * opcode not in its table yet is declined, so that Python checks and records it first. A ROOT line is taken while `root_seen`
  * is false (a second one is Python's error to report). */
 static PyObject *fast_lines(PyObject *self, PyObject *args) {
     PyObject *chunk, *instructions, *tables, *header = Py_None;
@@ -703,19 +794,92 @@ static int text_is_plain(const char *s, Py_ssize_t n) {
     return 1;
 }
 
+/* What passed check_computation's attribute test before, by (opcode, *keys) written out as
+ * characters: 1 in the memo, 2 in it tagged "=called". Only found entries are cached (the memo
+ * only grows); it belongs to one memo set (held) and is emptied when another comes. */
+enum { MEMO_CACHE_SIZE = 1024, SIGNATURE_MAX = 1024 };
+
+typedef struct {
+    Py_hash_t hash;
+    Py_ssize_t length;
+    char *signature;
+    int passed;
+} MemoEntry;
+
+static MemoEntry memo_cache[MEMO_CACHE_SIZE];
+static PyObject *memo_owner = NULL;
+
+static void memo_reset(PyObject *owner) {
+    if (owner == memo_owner) return;
+    for (int i = 0; i < MEMO_CACHE_SIZE; i++) {
+        PyMem_Free(memo_cache[i].signature);
+        memo_cache[i].signature = NULL;
+    }
+    Py_XINCREF(owner);
+    Py_XSETREF(memo_owner, owner);
+}
+
+/* The opcode and the keys _KEY_CANDIDATE finds from `from`, each followed by a NUL; -1 when
+ * longer than SIGNATURE_MAX. */
+static Py_ssize_t key_signature(PyObject *opcode, const char *s, Py_ssize_t from, Py_ssize_t n,
+                                char *out) {
+    Py_ssize_t length = PyUnicode_GET_LENGTH(opcode), used;
+    if (PyUnicode_KIND(opcode) != PyUnicode_1BYTE_KIND || length + 1 > SIGNATURE_MAX) return -1;
+    memcpy(out, PyUnicode_DATA(opcode), length);
+    out[length] = 0;
+    used = length + 1;
+    for (Py_ssize_t p = from; p < n; p++) {
+        if (s[p] != ',') continue;
+        Py_ssize_t q = p + 1;
+        while (q < n && is_space(s[q])) q++;
+        if (q >= n || !is_name_start(s[q])) continue;
+        Py_ssize_t k = q;
+        while (q < n && is_name_char(s[q])) q++;
+        Py_ssize_t k_end = q;
+        while (q < n && is_space(s[q])) q++;
+        if (q >= n || s[q] != '=') continue;
+        if (used + (k_end - k) + 1 > SIGNATURE_MAX) return -1;
+        memcpy(out + used, s + k, k_end - k);
+        used += k_end - k;
+        out[used++] = 0;
+        p = q;
+    }
+    return used;
+}
+
+static MemoEntry *memo_find(const char *signature, Py_ssize_t length, Py_hash_t hash) {
+    MemoEntry *entry = &memo_cache[hash & (MEMO_CACHE_SIZE - 1)];
+    if (entry->signature != NULL && entry->hash == hash && entry->length == length &&
+        memcmp(entry->signature, signature, length) == 0)
+        return entry;
+    return NULL;
+}
+
+static void memo_store(const char *signature, Py_ssize_t length, Py_hash_t hash, int passed) {
+    MemoEntry *entry = &memo_cache[hash & (MEMO_CACHE_SIZE - 1)];
+    char *copy = PyMem_Malloc(length);
+    if (copy == NULL) return;  /* a cache: nothing lost */
+    memcpy(copy, signature, length);
+    PyMem_Free(entry->signature);
+    entry->signature = copy;
+    entry->length = length;
+    entry->hash = hash;
+    entry->passed = passed;
+}
+
 /* 1 when the instruction passes as described above, 0 to decline, -1 on error. */
 static int check_one(PyObject *ins, PyObject *defined, PyObject *parameters, PyObject *memo,
                      PyObject *arity, PyObject *above, PyObject *names[]) {
-    PyObject *name = NULL, *opcode = NULL, *text = NULL, *o_start = NULL, *o_end = NULL;
-    PyObject *shape = NULL, *item = NULL, *parameter = NULL;  /* parameter: borrowed item */
+    PyObject *item = NULL, *parameter = NULL;  /* parameter: borrowed item */
     int result = -1;
-    name = PyObject_GetAttr(ins, names[0]);
-    opcode = PyObject_GetAttr(ins, names[1]);
-    text = PyObject_GetAttr(ins, names[2]);
-    o_start = PyObject_GetAttr(ins, names[3]);
-    o_end = PyObject_GetAttr(ins, names[4]);
-    if (!name || !opcode || !text || !o_start || !o_end) goto done;
-    if (!PyUnicode_Check(text) || !PyUnicode_Check(opcode)) goto decline;
+    if (Py_TYPE(ins) != instruction_type) return 0;
+    /* borrowed: the instruction holds them */
+    PyObject *name = SLOT(ins, S_NAME), *opcode = SLOT(ins, S_OPCODE), *text = SLOT(ins, S_TEXT);
+    PyObject *o_start = SLOT(ins, S_START), *o_end = SLOT(ins, S_END);
+    if (!name || !opcode || !text || !o_start || !o_end || !PyUnicode_Check(name) ||
+        !PyUnicode_Check(text) || !PyUnicode_Check(opcode) || !PyLong_Check(o_start) ||
+        !PyLong_Check(o_end))
+        return 0;
     Py_ssize_t n, a = PyLong_AsSsize_t(o_start), b = PyLong_AsSsize_t(o_end);
     if (PyErr_Occurred()) goto done;
     const char *s;
@@ -737,8 +901,8 @@ static int check_one(PyObject *ins, PyObject *defined, PyObject *parameters, PyO
         if (seen) goto decline_or_error;
         parameter = item;
     } else if (PyUnicode_CompareWithASCIIString(opcode, "constant") == 0) {
-        shape = PyObject_GetAttr(ins, names[5]);
-        if (shape == NULL) goto done;
+        PyObject *shape = SLOT(ins, S_SHAPE);
+        if (shape == NULL) goto decline;
         PyObject *literal = substring(s, a, b);
         if (literal == NULL) goto done;
         item = PyTuple_Pack(3, names[6], shape, literal);
@@ -766,6 +930,16 @@ static int check_one(PyObject *ins, PyObject *defined, PyObject *parameters, PyO
         }
     }
     if (b + 1 < n) {
+        char signature[SIGNATURE_MAX];
+        Py_ssize_t length = key_signature(opcode, s, b, n, signature);
+        if (length == PyUnicode_GET_LENGTH(opcode) + 1) goto attributes_done;  /* no keys */
+        Py_hash_t hash = length > 0 ? bytes_hash(signature, length) : 0;
+        MemoEntry *known = length > 0 ? memo_find(signature, length, hash) : NULL;
+        if (known != NULL) {
+            int passed = known->passed == 1 ? 1 : called_known(s, b, n, above);
+            if (passed <= 0) goto decline_or_error;
+            goto attributes_done;
+        }
         PyObject *keys = attribute_keys(s, b, n, opcode);
         if (keys == NULL) goto done;
         int passed = PyTuple_GET_SIZE(keys) <= 1 ? 1 : PySet_Contains(memo, keys);
@@ -784,11 +958,15 @@ static int check_one(PyObject *ins, PyObject *defined, PyObject *parameters, PyO
             }
             passed = PySet_Contains(memo, tagged);
             Py_DECREF(tagged);
+            if (passed > 0 && length > 0) memo_store(signature, length, hash, 2);
             if (passed > 0) passed = called_known(s, b, n, above);
+        } else if (passed > 0 && length > 0 && PyTuple_GET_SIZE(keys) > 1) {
+            memo_store(signature, length, hash, 1);
         }
         Py_DECREF(keys);
         if (passed <= 0) goto decline_or_error;
     }
+attributes_done:
     if (parameter != NULL && PyDict_SetItem(parameters, parameter, ins) < 0) goto done;
     result = PyDict_SetItem(defined, name, ins) < 0 ? -1 : 1;
     goto done;
@@ -798,12 +976,6 @@ decline_or_error:
 decline:
     result = 0;
 done:
-    Py_XDECREF(name);
-    Py_XDECREF(opcode);
-    Py_XDECREF(text);
-    Py_XDECREF(o_start);
-    Py_XDECREF(o_end);
-    Py_XDECREF(shape);
     Py_XDECREF(item);
     return result;
 }
@@ -817,6 +989,11 @@ static PyObject *check_run(PyObject *self, PyObject *args) {
                           &PyDict_Type, &defined, &PyDict_Type, &parameters, &PySet_Type, &memo,
                           &PyDict_Type, &arity, &PyDict_Type, &above))
         return NULL;
+    if (instruction_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    memo_reset(memo);
     Py_ssize_t n = PyList_GET_SIZE(instructions);
     while (index < n) {
         int passed = check_one(PyList_GET_ITEM(instructions, index), defined, parameters, memo,
@@ -1104,6 +1281,7 @@ decline:
 
 /* --------------------------------------------------------------------------------------------- */
 static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS, "configure(Instruction, its slot descriptors)."},
     {"fast_lines", fast_lines, METH_VARARGS, "TextParser.feed's one-line fast paths, in a run."},
     {"check_run", check_run, METH_VARARGS, "check_computation's body for a run of instructions."},
     {"split_simple", split_simple, METH_VARARGS, "attributes._split_simple, or None."},

@@ -281,6 +281,19 @@ class Instruction:
     def metadata(self) -> Metadata:
         return self._typed("metadata", _metadata, EMPTY_METADATA)
 
+    def convert_typed_attributes(self) -> None:
+        """Converts every typed attribute (TYPED_CONVERTERS) in the text's order, each as its
+        accessor converts it: the first malformed one raises the accessor's located error."""
+        text = self.text
+        for key, (start, end) in self._attribute_spans().items():
+            convert = TYPED_CONVERTERS.get(key)
+            if convert is not None:
+                try:
+                    convert(text[start:end])
+                except TextSyntaxError as error:
+                    raise self.error(f"attribute {key}: {error.message}", start + error.offset) \
+                        from None
+
     @property
     def op_name(self) -> str:
         """metadata's op_name, read without parsing the other attributes (hot in analyses)."""
@@ -295,6 +308,27 @@ class Instruction:
             return attr.unquote(f'"{value}"') if "\\" in value else value
         return self.metadata.op_name
 
+
+# The typed attributes and their converters, as the accessors above apply them.
+TYPED_CONVERTERS: dict[str, Any] = {
+    "dimensions": attr.int_list,
+    "lhs_contracting_dims": attr.int_list,
+    "rhs_contracting_dims": attr.int_list,
+    "lhs_batch_dims": attr.int_list,
+    "rhs_batch_dims": attr.int_list,
+    "window": attr.window,
+    "dim_labels": attr.dim_labels,
+    "feature_group_count": int,
+    "batch_group_count": int,
+    "metadata": _metadata,
+    "frontend_attributes": attr.key_values,
+    "backend_config": attr.backend_config,
+    "control-predecessors": attr.computation_names,
+}
+
+if native is not None:  # the C accelerator makes and reads Instructions through their slots
+    native.configure(Instruction, tuple(Instruction.__dict__[slot]
+                                        for slot in Instruction.__slots__))
 
 # `metadata={[op_type="..." ]op_name="..."`, XLA's printing order.
 _METADATA_OP_NAME = re.compile(

@@ -88,11 +88,9 @@ class TextParser:
         self._tuple_shapes: dict[str, str] = {}  # tuple shape as written -> its shape text
         self._reader = InstructionReader(self)
         self._opcodes: dict[str, str] = {}  # opcode as written -> as XLA builds it (async-done)
-        # What the C accelerator's fast path reads and fills (hloscope._native): the tables a
-        # shape, tuple shape or opcode must be in already, and how to make an Instruction.
-        self._native_tables = (self._intern, self._tuple_shapes, self._opcodes, source,
-                               Instruction, tuple(Instruction.__dict__[slot]
-                                                  for slot in Instruction.__slots__))
+        # What the C accelerator's fast path reads (hloscope._native): the tables a shape,
+        # tuple shape or opcode must be in already.
+        self._native_tables = (self._intern, self._tuple_shapes, self._opcodes, source)
 
     # --- driving ---------------------------------------------------------------------------
     def feed(self, line: str) -> None:

@@ -10,23 +10,6 @@ from hloscope.gc_pause import paused_gc
 from hloscope.model.instruction import CALLED_COMPUTATION_KEYS, Instruction
 from hloscope.model.module import Computation, HloModule
 
-_TYPED_ACCESSORS = {
-    "dimensions": "dimensions",
-    "lhs_contracting_dims": "lhs_contracting_dims",
-    "rhs_contracting_dims": "rhs_contracting_dims",
-    "lhs_batch_dims": "lhs_batch_dims",
-    "rhs_batch_dims": "rhs_batch_dims",
-    "window": "window",
-    "dim_labels": "dim_labels",
-    "feature_group_count": "feature_group_count",
-    "batch_group_count": "batch_group_count",
-    "metadata": "metadata",
-    "frontend_attributes": "frontend_attributes",
-    "backend_config": "backend_config",
-    "control-predecessors": "control_predecessors",
-}
-
-
 _CALLED_KEYS = frozenset(CALLED_COMPUTATION_KEYS)
 
 
@@ -58,24 +41,20 @@ def _validate_computation(module: HloModule, computation: Computation) -> None:
 
 
 def _validate_attributes(module: HloModule, instruction: Instruction) -> None:
-    """Every attribute split and every typed one converted; the split is dropped afterwards when
-    the load had not made it, so that validating keeps the loaded module's memory."""
+    """Every attribute split and every typed one converted (Instruction.TYPED_CONVERTERS); the
+    split is dropped afterwards when the load had not made it, so that validating keeps the
+    loaded module's memory."""
     split_before = instruction._attributes is not None  # noqa: SLF001  (same layer's model)
     try:
-        _typed_attributes(module, instruction)
+        instruction.convert_typed_attributes()
+        if not _CALLED_KEYS.isdisjoint(instruction._attribute_spans()):  # noqa: SLF001
+            _called_computations(module, instruction)
     finally:
         if not split_before:
             instruction._attributes = None  # noqa: SLF001
 
 
-def _typed_attributes(module: HloModule, instruction: Instruction) -> None:
-    spans = instruction._attribute_spans()  # noqa: SLF001  (split once, read by key below)
-    for key in spans:  # in the text's order: the first malformed fails
-        accessor = _TYPED_ACCESSORS.get(key)
-        if accessor is not None:
-            getattr(instruction, accessor)
-    if _CALLED_KEYS.isdisjoint(spans):
-        return  # no attribute names a computation: called_computations is empty
+def _called_computations(module: HloModule, instruction: Instruction) -> None:
     for called in instruction.called_computations:
         if called not in module.computations:
             offset = instruction.text.find(called, instruction.operands_end)
