@@ -534,27 +534,33 @@ static int is_blank_line(const char *s, Py_ssize_t a, Py_ssize_t b) {
     return a == b || (a == b - 1 && s[a] == '\n');
 }
 
-/* fast_lines(chunk, pos, instructions, line_number, root_seen, tables)
- *   -> (pos, lines, last_line_start, root_seen, event, header)
+/* fast_lines(chunk, pos, instructions, line_number, root_seen, tables, open_computation)
+ *   -> (pos, lines, last_line_start, root_seen, instructions)
  *
- * Inside a computation (`instructions` its list) with no statement pending: consumes the lines
- * TextParser.feed would take with its one-line fast paths (_FAST_INSTRUCTION with
- * _simple_complete_line, or _add_fast_tuple), appending an Instruction for each, and blank lines.
- * Between computations (`instructions` None, no section table open): consumes blank lines.
- * Stops at the first other line, at `pos`, and says what it is: event 1, a plain `}` closing the
- * computation; event 2, a computation header `header` (see take_header); else 0. Consumes none
- * of those. `tables` is (intern, tuple_shapes, opcodes, source): a shape, tuple shape or
- * opcode not in its table yet is declined, so that Python checks and records it first. A ROOT line is taken while `root_seen`
- * is false (a second one is Python's error to report). */
+ * Reads whole lines from `pos` while TextParser.feed would read each without looking closer,
+ * and stops at the first other line (at `pos`, for `feed`):
+ * - inside a computation (`instructions` its list, no statement pending): the lines feed reads
+ *   with its one-line fast paths (_FAST_INSTRUCTION with _simple_complete_line, or
+ *   _add_fast_tuple), each appended to `instructions` as an Instruction; blank lines; and a
+ *   plain `}` closing a computation that has instructions, after which no computation is open;
+ * - between computations (`instructions` None, no section table open): blank lines, and a
+ *   one-line computation header (take_header), for which it calls
+ *   open_computation(line_number, is_entry, name, parameters, result): the new computation's
+ *   instruction list, or None where the parser would refuse the header (then it stops there).
+ * `tables` is (intern, tuple_shapes, opcodes, source): a shape, tuple shape or opcode not in
+ * its table yet is declined, so that Python checks and records it first. A ROOT line is taken
+ * while `root_seen` is false (a second one is Python's error to report). Returns where it
+ * stopped, how many lines it read, where the last one starts, and the open computation's
+ * root_seen and instruction list (None when none is open). */
 static PyObject *fast_lines(PyObject *self, PyObject *args) {
-    PyObject *chunk, *instructions, *tables, *header = Py_None;
+    PyObject *chunk, *current, *tables, *open_computation;
     Py_ssize_t pos, line;
-    int root_seen, event = 0;
+    int root_seen;
     Tables t;
-    if (!PyArg_ParseTuple(args, "UnOnpO!", &chunk, &pos, &instructions, &line, &root_seen,
-                          &PyTuple_Type, &tables))
+    if (!PyArg_ParseTuple(args, "UnOnpO!O", &chunk, &pos, &current, &line, &root_seen,
+                          &PyTuple_Type, &tables, &open_computation))
         return NULL;
-    if (instructions != Py_None && !PyList_Check(instructions)) {
+    if (current != Py_None && !PyList_Check(current)) {
         PyErr_SetString(PyExc_TypeError, "instructions: expected a list or None");
         return NULL;
     }
@@ -563,31 +569,49 @@ static PyObject *fast_lines(PyObject *self, PyObject *args) {
     const char *s;
     int kind = text_bytes(chunk, &s, &n);
     if (kind < 0) return NULL;
-    if (kind && pos >= 0) {
-        while (pos < n) {
-            const char *newline = memchr(s + pos, '\n', n - pos);
-            Py_ssize_t end = newline ? newline - s + 1 : n;
-            int taken;
-            if (instructions == Py_None) {
-                taken = is_blank_line(s, pos, end);
-                if (!taken) {
-                    int found = take_header(&t, s, pos, end, &header);
-                    if (found < 0) return NULL;
-                    event = found ? 2 : 0;
+    Py_INCREF(current);
+    while (kind && pos >= 0 && pos < n) {
+        const char *newline = memchr(s + pos, '\n', n - pos);
+        Py_ssize_t end = newline ? newline - s + 1 : n;
+        int taken;
+        if (current == Py_None) {
+            taken = is_blank_line(s, pos, end);
+            if (!taken) {
+                PyObject *header = NULL;
+                int found = take_header(&t, s, pos, end, &header);
+                if (found < 0) goto fail;
+                if (found) {
+                    PyObject *opened = PyObject_CallFunction(open_computation, "nO", line + count,
+                                                             header);
+                    Py_DECREF(header);
+                    if (opened == NULL) goto fail;
+                    if (PyList_Check(opened)) {
+                        Py_SETREF(current, opened);
+                        root_seen = 0;
+                        taken = 1;
+                    } else {
+                        Py_DECREF(opened);
+                    }
                 }
-            } else {
-                taken = take_line(&t, s, pos, end, line + count, instructions, &root_seen);
-                if (taken < 0) return NULL;
-                if (!taken && is_close(s, pos, end)) event = 1;
             }
-            if (!taken) break;
-            last = pos;
-            pos = end;
-            count++;
+        } else {
+            taken = take_line(&t, s, pos, end, line + count, current, &root_seen);
+            if (taken < 0) goto fail;
+            if (!taken && PyList_GET_SIZE(current) > 0 && is_close(s, pos, end)) {
+                Py_INCREF(Py_None);
+                Py_SETREF(current, Py_None);
+                taken = 1;
+            }
         }
+        if (!taken) break;
+        last = pos;
+        pos = end;
+        count++;
     }
-    if (header == Py_None) Py_INCREF(header);
-    return Py_BuildValue("nnniiN", pos, count, last, root_seen, event, header);
+    return Py_BuildValue("nnniN", pos, count, last, root_seen, current);
+fail:
+    Py_DECREF(current);
+    return NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -63,10 +63,12 @@ def _int_or_zero(text: str | None) -> int:
 EMPTY_METADATA = Metadata()
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=2048)
 def _metadata(value: str) -> Metadata:
     """`metadata={...}` read once per distinct text: instructions of one source line, or of one
-    layer's copies, share it (a Metadata is immutable)."""
+    layer's copies, share it (a Metadata is immutable). The cache is kept small: validating a
+    50 MB module converts every instruction's metadata, and what it holds counts in the load's
+    peak memory (benchmarks/parse_speed.py)."""
     items = attr.key_values(value)
     return Metadata.from_items(items) if items else EMPTY_METADATA
 

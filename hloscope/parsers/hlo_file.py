@@ -17,7 +17,7 @@ from hloscope.errors import InputError, ParseError, SourceLocation
 from hloscope.model.module import HloModule
 from hloscope.parsers.text import parse_chunks, parse_lines
 
-CHUNK = 1 << 20  # characters read at a time from a plain file
+CHUNK = 1 << 18  # characters read at a time from a plain file
 
 
 def parse_text(text: str, source: str = "<text>") -> list[HloModule]:

@@ -127,54 +127,45 @@ class TextParser:
             position = stop
 
     def _native_run(self, text: str, position: int) -> int:
-        """Lines from `position` read by the C accelerator's fast_lines; returns where the next
-        line for `feed` starts."""
+        """Lines from `position` read by the C accelerator's fast_lines (it opens computations
+        through _open_computation and may close the current one); returns where the next line
+        for `feed` starts."""
         computation = self.computation
         if computation is None and self.section:
             return position
-        stop, lines, last, root_seen, event, header = native.fast_lines(  # type: ignore[union-attr]
-            text, position, None if computation is None else computation.instructions,
-            self.line_number + 1, self._root_seen, self._native_tables)
+        first = self.line_number + 1
+        stop, lines, last, root_seen, current = native.fast_lines(  # type: ignore[union-attr]
+            text, position, None if computation is None else computation.instructions, first,
+            self._root_seen, self._native_tables, self._open_computation)
+        self.line_number = first - 1 + lines
+        self._root_seen = root_seen
+        if current is None:
+            self.computation = None
         if lines:
-            self.line_number += lines
             self.module_bytes += stop - position
             self._last_line = text[last:stop]
-            self._root_seen = root_seen
-        if not event:
-            return stop
-        line_end = text.find("\n", stop) + 1 or len(text)
-        line = text[stop:line_end]
-        if event == 1 and computation is not None and computation.instructions:
-            self._count(line)
-            self.computation = None
-            return line_end
-        if event == 2 and self._open_computation(line, *header):
-            return line_end
         return stop
 
-    def _count(self, line: str) -> None:
-        self.line_number += 1
-        self.module_bytes += len(line)
-        self._last_line = line
-
-    def _open_computation(self, line: str, is_entry: bool, name: str,
-                          parameters: tuple[tuple[str, str], ...], result: str) -> bool:
-        """_computation_header for a header the C accelerator read whole; False (nothing done)
-        where _computation_header would raise, so that `feed` reports it."""
+    def _open_computation(self, line_number: int, header: tuple[bool, str, tuple[tuple[str, str],
+                          ...], str]) -> list[Instruction] | None:
+        """_computation_header for a header the C accelerator read whole (line `line_number`):
+        the new computation's instruction list, or None (nothing done) where
+        _computation_header would raise, so that `feed` reports it."""
+        is_entry, name, parameters, result = header
+        self.line_number = line_number
         module = self._current_module()
         if name in module.computations or (
                 is_entry and module.entry_name and module.computations[module.entry_name].is_entry):
-            return False
-        self._count(line)
+            return None
         self.section = ""
-        computation = Computation(name=name, line=self.line_number, is_entry=is_entry,
+        computation = Computation(name=name, line=line_number, is_entry=is_entry,
                                   header_parameters=parameters, header_result=result)
         if is_entry:
             module.entry_name = name
         module.computations[name] = computation
         self.computation = computation
         self._root_seen = False
-        return True
+        return computation.instructions
 
     def _feed_general(self, line: str) -> None:
         if self._in_block_comment or "/*" in line:

@@ -190,6 +190,18 @@ def _check_operand_shapes(instruction: Instruction, defined: dict[str, Instructi
 
 def _check_attributes(above: Mapping[str, object], instruction: Instruction, keys: set[str],
                       defined: dict[str, Instruction]) -> None:
+    """The attribute checks; a split of the attributes they make is dropped afterwards (as
+    validate drops its own), so that checking keeps the loaded module's memory."""
+    split_before = instruction._attributes is not None  # noqa: SLF001  (same model)
+    try:
+        _check_attribute_values(above, instruction, keys, defined)
+    finally:
+        if not split_before:
+            instruction._attributes = None  # noqa: SLF001
+
+
+def _check_attribute_values(above: Mapping[str, object], instruction: Instruction,
+                            keys: set[str], defined: dict[str, Instruction]) -> None:
     allowed = _ALLOWED.get(instruction.opcode)
     if allowed is not None and not keys <= allowed:
         _check_allowed(instruction, allowed)
