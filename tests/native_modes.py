@@ -2,9 +2,10 @@
 
 The accelerator only takes what it reads exactly as the pure-Python parser does, so every parser
 test must pass both ways against the same truths (XLA's own parser, the corpus, hand-written
-modules). tests/conftest.py parametrizes the tests of FOLDERS with `parser_mode`: each runs once with the
-accelerator (skipped when it is not built) and once with it switched off, in this process (every
-module's `native` reference set to None) and in child processes (HLOSCOPE_NO_NATIVE=1).
+modules). tests/conftest.py parametrizes the tests of FOLDERS with `parser_mode`: each runs once
+with the accelerator (skipped when it is not built) and once with it switched off, in this
+process (every module's `native` reference set to None) and in child processes
+(HLOSCOPE_NO_NATIVE=1).
 """
 from __future__ import annotations
 

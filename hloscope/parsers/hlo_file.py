@@ -2,9 +2,8 @@
 
 Every module in the input is returned in order; which one a command analyses is the loader's
 choice (`hloscope.loader`). A byte that is not UTF-8 is reported at its exact line and column.
-A plain file and text in a string are read in chunks of a few megabytes (the parser's C
-accelerator reads a run of lines per call); a .gz file and standard input line by line, so that a
-read error names the line it happened at.
+A file (plain or .gz) and text in a string are read in chunks of a few hundred kilobytes (the
+parser's C accelerator reads a run of lines per call); standard input line by line.
 """
 from __future__ import annotations
 
@@ -40,8 +39,6 @@ def load_file(path: Path) -> list[HloModule]:
         raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
     with handle:
         try:
-            if path.suffix == ".gz":
-                return parse_stream(handle, str(path))
             return _parse_chunked(handle, str(path))
         except ParseError as error:
             if error.message.startswith(NOT_UTF8):
@@ -73,14 +70,32 @@ NOT_UTF8 = "not UTF-8 text"
 
 
 def _parse_chunked(handle: io.TextIOBase, source: str) -> list[HloModule]:
-    """A plain file read CHUNK characters at a time; a decoding error is placed by the caller."""
+    """A file read CHUNK characters at a time; a read error is placed at the line after the
+    last complete one read (a decoding error is then placed exactly by the caller)."""
+    counter = _ChunkCounter(iter(lambda: handle.read(CHUNK), ""))
     try:
-        return parse_chunks(iter(lambda: handle.read(CHUNK), ""), source)
+        return parse_chunks(counter, source)
     except UnicodeDecodeError:
         raise ParseError(f"{NOT_UTF8}: is this an HLO text file?",
-                         SourceLocation(source, 1, 1)) from None
+                         SourceLocation(source, counter.lines + 1, 1)) from None
+    except (gzip.BadGzipFile, EOFError) as error:
+        raise ParseError(f"damaged gzip data: {error}",
+                         SourceLocation(source, counter.lines + 1, 1)) from None
     except OSError as error:
         raise InputError(f"{source}: cannot read: {error.strerror or error}") from None
+
+
+class _ChunkCounter:
+    """Counts the complete lines in the chunks handed out, to place a read error."""
+
+    def __init__(self, chunks: Iterable[str]) -> None:
+        self._chunks = chunks
+        self.lines = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for chunk in self._chunks:
+            yield chunk
+            self.lines += chunk.count("\n")
 
 
 def _locate_decode_error(path: Path) -> ParseError:
