@@ -275,14 +275,29 @@ static char *blank_comments(const char *s, Py_ssize_t a, Py_ssize_t b) {
  * blank line), 0 when declined, -1 on error. */
 static int take_line(Tables *t, const char *s, Py_ssize_t a, Py_ssize_t b, Py_ssize_t line,
                      PyObject *instructions, int *root_seen) {
-    Py_ssize_t p = a, i;
-    int nonblank = 0;
+    /* One pass: every character plain, and what _simple_complete_line asks of the whole line
+     * (brackets `{}` and `()` balanced by count, no comment opener, the last non-blank). */
+    Py_ssize_t p = a, i, braces = 0, parens = 0;
+    int comment = 0;
+    char last = 0;
     for (i = a; i < b; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (!is_plain(c) && !(c == '\n' && i == b - 1)) return 0;
-        nonblank |= !is_blank(c) && c != '\n';
+        if (!is_plain(c)) {
+            if (c == '\n' && i == b - 1) break;
+            return 0;
+        }
+        switch (c) {
+        case '{': braces++; break;
+        case '}': braces--; break;
+        case '(': parens++; break;
+        case ')': parens--; break;
+        case '/': comment |= i + 1 < b && (s[i + 1] == '/' || s[i + 1] == '*'); break;
+        }
+        if (!is_blank(c)) last = (char)c;
     }
-    if (!nonblank) return 1;
+    if (!last) return 1;  /* a blank line */
+    int whole_line_simple = !braces && !parens && !comment && last != ',' && last != '=' &&
+                            last != '{' && last != '(' && last != '[';
     while (p < b && is_blank(s[p])) p++;
     int is_root = b - p >= 5 && memcmp(s + p, "ROOT", 4) == 0 && is_blank(s[p + 4]);
     if (is_root) {  /* a second ROOT is an error, which Python reports */
@@ -352,7 +367,7 @@ static int take_line(Tables *t, const char *s, Py_ssize_t a, Py_ssize_t b, Py_ss
         while (p < b && is_blank(s[p])) p++;
         op_start = p;
         if (!opcode_call(s, p, b, &op_end, &ops_start, &ops_end)) return 0;
-        if (!simple_complete(s, a, b)) return 0;
+        if (!whole_line_simple) return 0;  /* simple_complete(s, a, b) */
         shape_table = t->intern;
         shape_which = 0;
     }
@@ -534,6 +549,13 @@ static int is_blank_line(const char *s, Py_ssize_t a, Py_ssize_t b) {
     return a == b || (a == b - 1 && s[a] == '\n');
 }
 
+/* A computation's instruction list holds Instructions only, which can be in no reference cycle
+ * (see new_instruction): untracked, the cyclic collector does not walk it, and so does not
+ * touch each of a large module's instructions at every full collection. */
+static void untrack_list(PyObject *list) {
+    if (list != Py_None && PyObject_GC_IsTracked(list)) PyObject_GC_UnTrack(list);
+}
+
 /* fast_lines(chunk, pos, instructions, line_number, root_seen, tables, open_computation)
  *   -> (pos, lines, last_line_start, root_seen, instructions)
  *
@@ -569,6 +591,7 @@ static PyObject *fast_lines(PyObject *self, PyObject *args) {
     const char *s;
     int kind = text_bytes(chunk, &s, &n);
     if (kind < 0) return NULL;
+    untrack_list(current);
     Py_INCREF(current);
     while (kind && pos >= 0 && pos < n) {
         const char *newline = memchr(s + pos, '\n', n - pos);
@@ -586,6 +609,7 @@ static PyObject *fast_lines(PyObject *self, PyObject *args) {
                     Py_DECREF(header);
                     if (opened == NULL) goto fail;
                     if (PyList_Check(opened)) {
+                        untrack_list(opened);
                         Py_SETREF(current, opened);
                         root_seen = 0;
                         taken = 1;

@@ -283,11 +283,16 @@ class Instruction:
     def metadata(self) -> Metadata:
         return self._typed("metadata", _metadata, EMPTY_METADATA)
 
-    def convert_typed_attributes(self) -> None:
+    def convert_typed_attributes(self) -> dict[str, tuple[int, int]]:
         """Converts every typed attribute (TYPED_CONVERTERS) in the text's order, each as its
-        accessor converts it: the first malformed one raises the accessor's located error."""
+        accessor converts it: the first malformed one raises the accessor's located error.
+        Returns the attribute spans; a split made for this is not kept (validating every
+        instruction keeps the loaded module's memory)."""
+        spans = self._attributes
+        if spans is None:
+            spans = self._split_attributes()
         text = self.text
-        for key, (start, end) in self._attribute_spans().items():
+        for key, (start, end) in spans.items():
             convert = TYPED_CONVERTERS.get(key)
             if convert is not None:
                 try:
@@ -295,6 +300,7 @@ class Instruction:
                 except TextSyntaxError as error:
                     raise self.error(f"attribute {key}: {error.message}", start + error.offset) \
                         from None
+        return spans
 
     @property
     def op_name(self) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hloscope.errors import InputError, ParseError, SourceLocation
 from hloscope.model.module import HloModule
-from hloscope.parsers.text import parse_chunks, parse_lines
+from hloscope.parsers.text import TextParser, parse_chunks, parse_lines
 
 CHUNK = 1 << 18  # characters read at a time from a plain file
 
@@ -72,30 +72,17 @@ NOT_UTF8 = "not UTF-8 text"
 def _parse_chunked(handle: io.TextIOBase, source: str) -> list[HloModule]:
     """A file read CHUNK characters at a time; a read error is placed at the line after the
     last complete one read (a decoding error is then placed exactly by the caller)."""
-    counter = _ChunkCounter(iter(lambda: handle.read(CHUNK), ""))
+    parser = TextParser(source)
     try:
-        return parse_chunks(counter, source)
+        return parse_chunks(iter(lambda: handle.read(CHUNK), ""), source, parser)
     except UnicodeDecodeError:
         raise ParseError(f"{NOT_UTF8}: is this an HLO text file?",
-                         SourceLocation(source, counter.lines + 1, 1)) from None
+                         SourceLocation(source, parser.line_number + 1, 1)) from None
     except (gzip.BadGzipFile, EOFError) as error:
         raise ParseError(f"damaged gzip data: {error}",
-                         SourceLocation(source, counter.lines + 1, 1)) from None
+                         SourceLocation(source, parser.line_number + 1, 1)) from None
     except OSError as error:
         raise InputError(f"{source}: cannot read: {error.strerror or error}") from None
-
-
-class _ChunkCounter:
-    """Counts the complete lines in the chunks handed out, to place a read error."""
-
-    def __init__(self, chunks: Iterable[str]) -> None:
-        self._chunks = chunks
-        self.lines = 0
-
-    def __iter__(self) -> Iterator[str]:
-        for chunk in self._chunks:
-            yield chunk
-            self.lines += chunk.count("\n")
 
 
 def _locate_decode_error(path: Path) -> ParseError:

@@ -574,11 +574,13 @@ def parse_lines(lines: Iterable[str], source: str) -> list[HloModule]:
             parser._reader = None  # type: ignore[assignment]
 
 
-def parse_chunks(chunks: Iterable[str], source: str) -> list[HloModule]:
+def parse_chunks(chunks: Iterable[str], source: str,
+                 parser: TextParser | None = None) -> list[HloModule]:
     """Parses every module in `chunks`, strings that together are the text (a file read a few
-    megabytes at a time streams): the same as parse_lines on the text's lines (split at `\\n`),
-    read with TextParser.feed_text."""
-    parser = TextParser(source)
+    hundred kilobytes at a time streams): the same as parse_lines on the text's lines (split at
+    `\\n`), read with TextParser.feed_text. `parser`, when given, is the one to use (its
+    line_number then says how far a failed read got)."""
+    parser = TextParser(source) if parser is None else parser
     with paused_gc():
         try:
             for text in whole_lines(chunks):

@@ -37,25 +37,20 @@ def _validate_computation(module: HloModule, computation: Computation) -> None:
             if operand not in names:
                 raise instruction.error(f"operand {operand} is not defined in computation "
                                         f"{computation.name}", instruction.operands_start)
-        _validate_attributes(module, instruction)
+        spans = instruction.convert_typed_attributes()  # every attribute split, typed converted
+        if not _CALLED_KEYS.isdisjoint(spans):
+            _check_called(module, instruction)
 
 
-def _validate_attributes(module: HloModule, instruction: Instruction) -> None:
-    """Every attribute split and every typed one converted (Instruction.TYPED_CONVERTERS); the
-    split is dropped afterwards when the load had not made it, so that validating keeps the
-    loaded module's memory."""
+def _check_called(module: HloModule, instruction: Instruction) -> None:
+    """Called computations exist; the attribute split this makes is dropped afterwards when the
+    load had not made it, so that validating keeps the loaded module's memory."""
     split_before = instruction._attributes is not None  # noqa: SLF001  (same layer's model)
     try:
-        instruction.convert_typed_attributes()
-        if not _CALLED_KEYS.isdisjoint(instruction._attribute_spans()):  # noqa: SLF001
-            _called_computations(module, instruction)
+        for called in instruction.called_computations:
+            if called not in module.computations:
+                offset = instruction.text.find(called, instruction.operands_end)
+                raise instruction.error(f"computation {called} is not defined", max(offset, 0))
     finally:
         if not split_before:
             instruction._attributes = None  # noqa: SLF001
-
-
-def _called_computations(module: HloModule, instruction: Instruction) -> None:
-    for called in instruction.called_computations:
-        if called not in module.computations:
-            offset = instruction.text.find(called, instruction.operands_end)
-            raise instruction.error(f"computation {called} is not defined", max(offset, 0))
