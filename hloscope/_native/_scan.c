@@ -17,6 +17,7 @@
  *   attribute_spans hloscope.model.instruction.Instruction._split_attributes
  *   key_values      hloscope.model.attributes.key_values (no escapes, no braced values)
  *   plain_operands  hloscope.model.instruction.Instruction.operands for `%a, %b` lists
+ *   validate_run    hloscope.parsers.validate's per-instruction body
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1247,10 +1248,8 @@ static PyObject *split_general(PyObject *self, PyObject *args) {
 /* attribute_spans(text, start) -> dict or None: Instruction._split_attributes from `start` (just
  * after the operand list's `)`): {} when only blanks follow, else `,` and split_simple's result;
  * None to decline (Python then reads it, errors included). */
-static PyObject *attribute_spans(PyObject *self, PyObject *args) {
-    PyObject *text;
-    Py_ssize_t start, n;
-    if (!PyArg_ParseTuple(args, "Un", &text, &start)) return NULL;
+static PyObject *spans_at(PyObject *text, Py_ssize_t start) {
+    Py_ssize_t n;
     const char *s;
     int kind = text_bytes(text, &s, &n);
     if (kind < 0) return NULL;
@@ -1263,6 +1262,154 @@ static PyObject *attribute_spans(PyObject *self, PyObject *args) {
     if (found != Py_None) return found;
     Py_DECREF(found);
     return split_general_at(s, n, p + 1);
+}
+
+static PyObject *attribute_spans(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t start;
+    if (!PyArg_ParseTuple(args, "Un", &text, &start)) return NULL;
+    return spans_at(text, start);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * validate_run(instructions, index, names, shapes, converters, computations) -> index
+ *
+ * hloscope.parsers.validate's body for instructions[index:], while each is one it passes
+ * without looking closer: its shape text is in `shapes` (parsed before), its operands are a list
+ * _plain_ names (operand_spans) that are all in `names`, its attributes split here
+ * (attribute_spans) and each typed one converted by `converters[key]` without an exception,
+ * and the computations it calls (Instruction.called_computations, read as it reads them) are
+ * keys of `computations`. Returns the index of the first instruction it leaves to Python. */
+static int called_exist(const char *s, Py_ssize_t n, Py_ssize_t from, PyObject *spans,
+                        PyObject *computations) {
+    /* _CALLED_KEY.search(text, operands_end): `key=` anywhere after the operands */
+    int any = 0;
+    for (int k = 0; CALLED_KEYS[k] != NULL && !any; k++) {
+        size_t length = strlen(CALLED_KEYS[k]);
+        for (Py_ssize_t p = from; p + (Py_ssize_t)length < n && !any; p++)
+            any = s[p + length] == '=' && memcmp(s + p, CALLED_KEYS[k], length) == 0;
+    }
+    if (!any) return 1;
+    for (int k = 0; CALLED_KEYS[k] != NULL; k++) {
+        PyObject *span = PyDict_GetItemString(spans, CALLED_KEYS[k]);
+        if (span == NULL) continue;
+        Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
+        Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
+        /* attributes.computation_names: strip, `{...}` unwrapped, split at `,`, each item
+         * stripped and its leading `%`s removed, empty ones dropped */
+        while (a < b && is_space(s[a])) a++;
+        while (b > a && is_space(s[b - 1])) b--;
+        if (b - a >= 2 && s[a] == '{' && s[b - 1] == '}') {
+            a++;
+            b--;
+        }
+        Py_ssize_t p = a;
+        while (p <= b) {
+            Py_ssize_t q = p;
+            while (q < b && s[q] != ',') q++;
+            Py_ssize_t x = p, y = q;
+            while (x < y && is_space(s[x])) x++;
+            while (y > x && is_space(s[y - 1])) y--;
+            if (y > x) {
+                while (x < y && s[x] == '%') x++;
+                PyObject *name = substring(s, x, y);
+                if (name == NULL) return -1;
+                int found = PyDict_Contains(computations, name);
+                Py_DECREF(name);
+                if (found <= 0) return found;
+            }
+            p = q + 1;
+        }
+    }
+    return 1;
+}
+
+/* 1 when passed, 0 to decline, -1 on error. */
+static int validate_one(PyObject *ins, PyObject *names, PyObject *shapes, PyObject *converters,
+                        PyObject *computations) {
+    if (Py_TYPE(ins) != instruction_type) return 0;
+    PyObject *opcode = SLOT(ins, S_OPCODE), *text = SLOT(ins, S_TEXT), *shape = SLOT(ins, S_SHAPE);
+    PyObject *o_start = SLOT(ins, S_START), *o_end = SLOT(ins, S_END);
+    if (!opcode || !text || !shape || !o_start || !o_end || SLOT(ins, S_ATTRS) != Py_None ||
+        !PyUnicode_Check(opcode) || !PyUnicode_Check(text) || !PyLong_Check(o_start) ||
+        !PyLong_Check(o_end))
+        return 0;
+    int known = PySet_Contains(shapes, shape);
+    if (known <= 0) return known;
+    Py_ssize_t n, a = PyLong_AsSsize_t(o_start), b = PyLong_AsSsize_t(o_end);
+    if (PyErr_Occurred()) return -1;
+    const char *s;
+    int kind = text_bytes(text, &s, &n);
+    if (kind <= 0) return kind;
+    if (a < 0 || b > n || a > b) return 0;
+    if (PyUnicode_CompareWithASCIIString(opcode, "parameter") != 0 &&
+        PyUnicode_CompareWithASCIIString(opcode, "constant") != 0) {
+        Py_ssize_t starts[64], ends[64];
+        Py_ssize_t count = operand_spans(s, a, b, starts, ends, 64);
+        if (count < 0 || count > 64) return 0;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            PyObject *operand = substring(s, starts[i], ends[i]);
+            if (operand == NULL) return -1;
+            int found = PySet_Contains(names, operand);
+            Py_DECREF(operand);
+            if (found <= 0) return found;
+        }
+    }
+    PyObject *spans = spans_at(text, b + 1);
+    if (spans == NULL) return -1;
+    if (spans == Py_None) {
+        Py_DECREF(spans);
+        return 0;
+    }
+    int result = 1, called = 0;
+    Py_ssize_t position = 0;
+    PyObject *key, *span;
+    while (result == 1 && PyDict_Next(spans, &position, &key, &span)) {
+        for (int k = 0; CALLED_KEYS[k] != NULL && !called; k++)
+            called = PyUnicode_CompareWithASCIIString(key, CALLED_KEYS[k]) == 0;
+        PyObject *convert = PyDict_GetItemWithError(converters, key);
+        if (convert == NULL) {
+            if (PyErr_Occurred()) result = -1;
+            continue;
+        }
+        Py_ssize_t x = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
+        Py_ssize_t y = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
+        PyObject *value = substring(s, x, y);
+        PyObject *converted = value ? PyObject_CallOneArg(convert, value) : NULL;
+        Py_XDECREF(value);
+        if (converted != NULL) {
+            Py_DECREF(converted);
+        } else if (PyErr_ExceptionMatches(PyExc_Exception)) {
+            PyErr_Clear();  /* Python converts it again and reports it, located */
+            result = 0;
+        } else {
+            result = -1;
+        }
+    }
+    if (result == 1 && called) result = called_exist(s, n, b, spans, computations);
+    Py_DECREF(spans);
+    return result;
+}
+
+static PyObject *validate_run(PyObject *self, PyObject *args) {
+    PyObject *instructions, *names, *shapes, *converters, *computations;
+    Py_ssize_t index;
+    if (!PyArg_ParseTuple(args, "O!nO!O!O!O!", &PyList_Type, &instructions, &index, &PySet_Type,
+                          &names, &PySet_Type, &shapes, &PyDict_Type, &converters, &PyDict_Type,
+                          &computations))
+        return NULL;
+    if (instruction_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    while (index < PyList_GET_SIZE(instructions)) {
+        int passed = validate_one(PyList_GET_ITEM(instructions, index), names, shapes,
+                                  converters, computations);
+        if (passed < 0) return NULL;
+        if (!passed) break;
+        index++;
+    }
+    return PyLong_FromSsize_t(index);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1335,6 +1482,7 @@ static PyMethodDef methods[] = {
     {"split_simple", split_simple, METH_VARARGS, "attributes._split_simple, or None."},
     {"split_general", split_general, METH_VARARGS, "split_attributes' general path, or None."},
     {"attribute_spans", attribute_spans, METH_VARARGS, "Instruction._split_attributes, or None."},
+    {"validate_run", validate_run, METH_VARARGS, "validate's body for a run of instructions."},
     {"key_values", key_values, METH_VARARGS, "attributes.key_values for plain bodies, or None."},
     {"plain_operands", plain_operands, METH_VARARGS, "a plain operand list's names, or None."},
     {NULL, NULL, 0, NULL},

@@ -121,6 +121,14 @@ def int_list(value: str) -> tuple[int, ...]:
     return tuple(int(item) for item in items)
 
 
+def integer(value: str) -> int:
+    """`3` -> 3 (what int() reads); anything else is a TextSyntaxError, not a ValueError."""
+    try:
+        return int(value)
+    except ValueError:
+        raise TextSyntaxError(f"expected an integer, got '{value.strip()}'", 0) from None
+
+
 def computation_names(value: str) -> tuple[str, ...]:
     """`%a` or `{%a, %b}` -> ('a', 'b')."""
     body = value.strip()

@@ -222,15 +222,15 @@ class Instruction:
 
     @property
     def feature_group_count(self) -> int:
-        return self._typed("feature_group_count", int, 1)
+        return self._typed("feature_group_count", attr.integer, 1)
 
     @property
     def batch_group_count(self) -> int:
-        return self._typed("batch_group_count", int, 1)
+        return self._typed("batch_group_count", attr.integer, 1)
 
     @property
     def tuple_index(self) -> int | None:
-        return self._typed("index", int)
+        return self._typed("index", attr.integer)
 
     @property
     def fusion_kind(self) -> str | None:
@@ -326,8 +326,8 @@ TYPED_CONVERTERS: dict[str, Any] = {
     "rhs_batch_dims": attr.int_list,
     "window": attr.window,
     "dim_labels": attr.dim_labels,
-    "feature_group_count": int,
-    "batch_group_count": int,
+    "feature_group_count": attr.integer,
+    "batch_group_count": attr.integer,
     "metadata": _metadata,
     "frontend_attributes": attr.key_values,
     "backend_config": attr.backend_config,

@@ -30,10 +30,15 @@ BOTH_WAYS_ITSELF = True  # tests/native_modes.py: not parametrized by the parser
 
 
 def _snapshot(text: str) -> Any:
-    """What a load (checks and validation included) gives: the modules as plain tuples, or the
-    error's class, message and location."""
+    """What a load with its checks and then validation gives, and what a lenient load (no
+    semantic checks) and validation give: the modules as plain tuples, or the error's class,
+    message and location."""
+    return _loaded(text, lenient=False), _loaded(text, lenient=True)
+
+
+def _loaded(text: str, lenient: bool) -> Any:
     try:
-        modules = hloscope.load_all(text)
+        modules = hloscope.load_all(text, lenient=lenient)
         for module in modules:
             validate(module)
     except HloscopeError as error:
@@ -97,6 +102,12 @@ def test_hand_written_edges_load_the_same(monkeypatch: pytest.MonkeyPatch) -> No
         "  d = f32[4]{0} negate(c), metadata={op_name=\"x\" source_file=/a/b.py}",
         "  e = f32[4]{0} add(p, q), calls = %none",
         "  f = f32[4]{0} add(p,, q)",
+        "  g = f32[4]{0} add(p, undefined)",
+        "  h = f32[4]{0} reduce(p, q), dimensions={x}, to_apply=%nowhere",
+        "  i = f32[4]{0} fusion(p), kind=kLoop, calls={%a b}",
+        "  j = f32[4]{0} broadcast(p), dimensions={0}, metadata={op_name=\"y\" source_line=x}",
+        "  k = f32[4]{0} copy(p), backend_config={not json}, frontend_attributes={a=\"b\"}",
+        "  l = f32[4]{0} copy(p), control-predecessors={%q}, feature_group_count=x",
         "",
         "  \t",
         "  ROOT r = f32[4]{0} add(p, q)",
