@@ -8,7 +8,10 @@ against its Python original on random strings over HLO's punctuation.
 """
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -207,3 +210,12 @@ def test_attribute_spans_match(monkeypatch: pytest.MonkeyPatch) -> None:
         lambda t: scan.attribute_spans(_instruction("a", t).text, 16),
         lambda t: _instruction("a", t)._split_attributes(), monkeypatch, prefix=", k=")
     assert answered > 100
+
+
+def test_the_environment_variable_switches_it_off() -> None:
+    code = "import hloscope._native as n, hloscope.parsers.text as t; print(n.scan, t.native)"
+    for value, expected in (("1", "None None"), ("", "_scan")):
+        env = {**os.environ, "HLOSCOPE_NO_NATIVE": value}
+        shown = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                               text=True, check=True).stdout
+        assert expected in shown, (value, shown)
