@@ -2,7 +2,7 @@
 
 Every module in the input is returned in order; which one a command analyses is the loader's
 choice (`hloscope.loader`). A byte that is not UTF-8 is reported at its exact line and column.
-A file (plain or .gz) and text in a string are read in chunks of a few hundred kilobytes (the
+A file (plain or .gz) is read in chunks of CHUNK characters and text in a string whole (the
 parser's C accelerator reads a run of lines per call); standard input line by line.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hloscope.errors import InputError, ParseError, SourceLocation
 from hloscope.model.module import HloModule
 from hloscope.parsers.text import TextParser, parse_chunks, parse_lines
 
-CHUNK = 1 << 18  # characters read at a time from a plain file
+CHUNK = 1 << 16  # characters read at a time from a file (64 K: little memory, few calls)
 
 
 def parse_text(text: str, source: str = "<text>") -> list[HloModule]:

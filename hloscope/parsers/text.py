@@ -582,7 +582,7 @@ def parse_lines(lines: Iterable[str], source: str) -> list[HloModule]:
 def parse_chunks(chunks: Iterable[str], source: str,
                  parser: TextParser | None = None) -> list[HloModule]:
     """Parses every module in `chunks`, strings that together are the text (a file read a few
-    hundred kilobytes at a time streams): the same as parse_lines on the text's lines (split at
+    dozen kilobytes at a time streams): the same as parse_lines on the text's lines (split at
     `\\n`), read with TextParser.feed_text. `parser`, when given, is the one to use (its
     line_number then says how far a failed read got)."""
     parser = TextParser(source) if parser is None else parser
