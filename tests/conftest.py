@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from native_modes import parametrize, parser_mode  # noqa: F401  (the autouse fixture)
 
 # JAX runs on the CPU in tests; TPU/GPU targets are compiled deviceless in subprocesses that
 # inherit these (libtpu's metadata-server probes are switched off).
@@ -90,3 +91,7 @@ def compile_dump_oracle(script: str, out: Path) -> tuple[Path, dict]:
                     str(out / "programs.json")], check=True, env=env, capture_output=True,
                    timeout=300)
     return out / "dump", json.loads((out / "programs.json").read_text())
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    parametrize(metafunc)

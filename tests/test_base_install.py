@@ -30,10 +30,10 @@ def base_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("base-install")
     source = root / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):  # setup.py: the C accelerator
         shutil.copy2(REPO / name, source / name)
     shutil.copytree(REPO / "hloscope", source / "hloscope",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     venv.create(root / "venv", with_pip=True)
     bin_dir = root / "venv" / "bin"
     subprocess.run([bin_dir / "python", "-m", "pip", "install", "-q", str(source)],

@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from hloscope._native import scan as native
 from hloscope.model.scan import split_top_level
 from hloscope.model.shape_text import TextSyntaxError
 
@@ -55,6 +56,10 @@ def split_attributes(text: str, start: int = 0) -> dict[str, tuple[int, int]]:
     simple = _split_simple(text, start)
     if simple is not None:
         return simple
+    if native is not None:  # the same spans where nothing below raises; None: read them here
+        found = native.split_general(text, start)
+        if found is not None:
+            return found
     attributes: dict[str, tuple[int, int]] = {}
     for item_start, item_end in split_top_level(text, start):
         match = _KEY.match(text, item_start, item_end)
@@ -71,9 +76,14 @@ def split_attributes(text: str, start: int = 0) -> dict[str, tuple[int, int]]:
 def _split_simple(text: str, start: int) -> dict[str, tuple[int, int]] | None:
     """split_attributes for lists whose every item is _SIMPLE_ITEM; None for any other, and for
     a long list (a module header's): the regex engine's backtracking stack grows with a nested
-    value's length, megabytes for a header's input_output_alias."""
+    value's length, megabytes for a header's input_output_alias. The C accelerator gives the same
+    result for the lists it reads (None where it declines one: the regex then decides)."""
     if len(text) - start > _SIMPLE_LIMIT:
         return None
+    if native is not None:
+        found = native.split_simple(text, start)
+        if found is not None:
+            return found
     attributes: dict[str, tuple[int, int]] = {}
     match = _SIMPLE_ITEM.match
     end = len(text)
@@ -109,6 +119,14 @@ def int_list(value: str) -> tuple[int, ...]:
     if not all(_INT.fullmatch(item.strip()) for item in items):
         raise TextSyntaxError(f"expected a list of integers, got '{value}'", 0)
     return tuple(int(item) for item in items)
+
+
+def integer(value: str) -> int:
+    """`3` -> 3 (what int() reads); anything else is a TextSyntaxError, not a ValueError."""
+    try:
+        return int(value)
+    except ValueError:
+        raise TextSyntaxError(f"expected an integer, got '{value.strip()}'", 0) from None
 
 
 def computation_names(value: str) -> tuple[str, ...]:
@@ -224,7 +242,12 @@ def _unescape_one(match: re.Match[bytes]) -> bytes:
 
 
 def key_values(value: str) -> dict[str, str]:
-    """`{op_name="a" source_line=3}` or `{k="v",k2="v2"}` -> {'op_name': 'a', ...}."""
+    """`{op_name="a" source_line=3}` or `{k="v",k2="v2"}` -> {'op_name': 'a', ...}; the C
+    accelerator reads the common form (no escapes, no braced values), the same way."""
+    if native is not None:
+        found = native.key_values(value)
+        if found is not None:
+            return found
     body = value.strip()
     if body.startswith("{") and body.endswith("}"):
         body = body[1:-1]

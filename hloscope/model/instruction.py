@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from hloscope._native import scan as native
 from hloscope.errors import ParseError, SourceLocation
 from hloscope.model import attributes as attr
 from hloscope.model.scan import blank_block_comments, split_top_level
@@ -62,10 +63,12 @@ def _int_or_zero(text: str | None) -> int:
 EMPTY_METADATA = Metadata()
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=2048)
 def _metadata(value: str) -> Metadata:
     """`metadata={...}` read once per distinct text: instructions of one source line, or of one
-    layer's copies, share it (a Metadata is immutable)."""
+    layer's copies, share it (a Metadata is immutable). The cache is kept small: validating a
+    50 MB module converts every instruction's metadata, and what it holds counts in the load's
+    peak memory (benchmarks/parse_speed.py)."""
     items = attr.key_values(value)
     return Metadata.from_items(items) if items else EMPTY_METADATA
 
@@ -124,6 +127,10 @@ class Instruction:
         """Names of the operand instructions (none for parameter, constant, iota, ...)."""
         if self.opcode in ("parameter", "constant"):
             return ()
+        if native is not None:
+            names = native.plain_operands(self.text, self.operands_start, self.operands_end)
+            if names is not None:
+                return names
         plain = self.text[self.operands_start : self.operands_end]
         if _PLAIN_OPERANDS.fullmatch(plain):  # `%a, %b`: no shapes, comments or strings
             return tuple(_LAST_WORD_OF_ITEM.findall(plain))
@@ -157,6 +164,10 @@ class Instruction:
 
     def _split_attributes(self) -> dict[str, tuple[int, int]]:
         start = self.operands_end + 1
+        if native is not None:  # the same spans for the lists it reads; None: read them here
+            spans = native.attribute_spans(self.text, start)
+            if spans is not None:
+                return spans
         rest = self.text[start:]
         if not rest.strip():
             return {}
@@ -211,15 +222,15 @@ class Instruction:
 
     @property
     def feature_group_count(self) -> int:
-        return self._typed("feature_group_count", int, 1)
+        return self._typed("feature_group_count", attr.integer, 1)
 
     @property
     def batch_group_count(self) -> int:
-        return self._typed("batch_group_count", int, 1)
+        return self._typed("batch_group_count", attr.integer, 1)
 
     @property
     def tuple_index(self) -> int | None:
-        return self._typed("index", int)
+        return self._typed("index", attr.integer)
 
     @property
     def fusion_kind(self) -> str | None:
@@ -233,9 +244,12 @@ class Instruction:
     def called_computations(self) -> tuple[str, ...]:
         if _CALLED_KEY.search(self.text, self.operands_end) is None:
             return ()  # no attribute names a computation: skip parsing the attributes
+        spans = self._attribute_spans()
         names: list[str] = []
         for key in CALLED_COMPUTATION_KEYS:
-            names.extend(self._typed(key, attr.computation_names, ()))
+            span = spans.get(key)
+            if span is not None:
+                names.extend(attr.computation_names(self.text[span[0] : span[1]]))
         return tuple(names)
 
     def called_computation(self, key: str) -> str | None:
@@ -269,6 +283,25 @@ class Instruction:
     def metadata(self) -> Metadata:
         return self._typed("metadata", _metadata, EMPTY_METADATA)
 
+    def convert_typed_attributes(self) -> dict[str, tuple[int, int]]:
+        """Converts every typed attribute (TYPED_CONVERTERS) in the text's order, each as its
+        accessor converts it: the first malformed one raises the accessor's located error.
+        Returns the attribute spans; a split made for this is not kept (validating every
+        instruction keeps the loaded module's memory)."""
+        spans = self._attributes
+        if spans is None:
+            spans = self._split_attributes()
+        text = self.text
+        for key, (start, end) in spans.items():
+            convert = TYPED_CONVERTERS.get(key)
+            if convert is not None:
+                try:
+                    convert(text[start:end])
+                except TextSyntaxError as error:
+                    raise self.error(f"attribute {key}: {error.message}", start + error.offset) \
+                        from None
+        return spans
+
     @property
     def op_name(self) -> str:
         """metadata's op_name, read without parsing the other attributes (hot in analyses)."""
@@ -283,6 +316,27 @@ class Instruction:
             return attr.unquote(f'"{value}"') if "\\" in value else value
         return self.metadata.op_name
 
+
+# The typed attributes and their converters, as the accessors above apply them.
+TYPED_CONVERTERS: dict[str, Any] = {
+    "dimensions": attr.int_list,
+    "lhs_contracting_dims": attr.int_list,
+    "rhs_contracting_dims": attr.int_list,
+    "lhs_batch_dims": attr.int_list,
+    "rhs_batch_dims": attr.int_list,
+    "window": attr.window,
+    "dim_labels": attr.dim_labels,
+    "feature_group_count": attr.integer,
+    "batch_group_count": attr.integer,
+    "metadata": _metadata,
+    "frontend_attributes": attr.key_values,
+    "backend_config": attr.backend_config,
+    "control-predecessors": attr.computation_names,
+}
+
+if native is not None:  # the C accelerator makes and reads Instructions through their slots
+    native.configure(Instruction, tuple(Instruction.__dict__[slot]
+                                        for slot in Instruction.__slots__))
 
 # `metadata={[op_type="..." ]op_name="..."`, XLA's printing order.
 _METADATA_OP_NAME = re.compile(

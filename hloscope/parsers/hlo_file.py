@@ -2,6 +2,8 @@
 
 Every module in the input is returned in order; which one a command analyses is the loader's
 choice (`hloscope.loader`). A byte that is not UTF-8 is reported at its exact line and column.
+A file (plain or .gz) is read in chunks of CHUNK characters and text in a string whole (the
+parser's C accelerator reads a run of lines per call); standard input line by line.
 """
 from __future__ import annotations
 
@@ -12,12 +14,14 @@ from pathlib import Path
 
 from hloscope.errors import InputError, ParseError, SourceLocation
 from hloscope.model.module import HloModule
-from hloscope.parsers.text import parse_lines
+from hloscope.parsers.text import TextParser, parse_chunks, parse_lines
+
+CHUNK = 1 << 16  # characters read at a time from a file (64 K: little memory, few calls)
 
 
 def parse_text(text: str, source: str = "<text>") -> list[HloModule]:
-    """Every module of HLO text held in a string."""
-    return parse_lines(io.StringIO(text), source)
+    """Every module of HLO text held in a string (lines split at `\\n`, as io.StringIO's)."""
+    return parse_chunks((text,), source)
 
 
 def looks_like_text(source: str) -> bool:
@@ -35,7 +39,7 @@ def load_file(path: Path) -> list[HloModule]:
         raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
     with handle:
         try:
-            return parse_stream(handle, str(path))
+            return _parse_chunked(handle, str(path))
         except ParseError as error:
             if error.message.startswith(NOT_UTF8):
                 raise _locate_decode_error(path) from None
@@ -63,6 +67,22 @@ def parse_stream(lines: Iterable[str], source: str) -> list[HloModule]:
 
 
 NOT_UTF8 = "not UTF-8 text"
+
+
+def _parse_chunked(handle: io.TextIOBase, source: str) -> list[HloModule]:
+    """A file read CHUNK characters at a time; a read error is placed at the line after the
+    last complete one read (a decoding error is then placed exactly by the caller)."""
+    parser = TextParser(source)
+    try:
+        return parse_chunks(iter(lambda: handle.read(CHUNK), ""), source, parser)
+    except UnicodeDecodeError:
+        raise ParseError(f"{NOT_UTF8}: is this an HLO text file?",
+                         SourceLocation(source, parser.line_number + 1, 1)) from None
+    except (gzip.BadGzipFile, EOFError) as error:
+        raise ParseError(f"damaged gzip data: {error}",
+                         SourceLocation(source, parser.line_number + 1, 1)) from None
+    except OSError as error:
+        raise InputError(f"{source}: cannot read: {error.strerror or error}") from None
 
 
 def _locate_decode_error(path: Path) -> ParseError:

@@ -17,6 +17,11 @@ hloscope.parsers.instructions.
 Truncated text is refused precisely: the error says where the text ends and inside which
 computation, or, for a module that ends after a complete computation but before its ENTRY, that the
 entry computation its header declares is missing.
+
+Text held in larger pieces (a file read in chunks, a string) goes through `feed_text`, which with
+the optional C accelerator (hloscope._native) hands each run of lines the fast path would read
+(one-line instructions, blank lines, plain `}` lines, one-line computation headers) to it in one
+call; it stops at any other line, which `feed` then reads. The modules are the same either way.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
+from hloscope._native import scan as native
 from hloscope.errors import ParseError, SourceLocation
 from hloscope.gc_pause import paused_gc
 from hloscope.model.instruction import Instruction
@@ -87,6 +93,9 @@ class TextParser:
         self._tuple_shapes: dict[str, str] = {}  # tuple shape as written -> its shape text
         self._reader = InstructionReader(self)
         self._opcodes: dict[str, str] = {}  # opcode as written -> as XLA builds it (async-done)
+        # What the C accelerator's fast path reads (hloscope._native): the tables a shape,
+        # tuple shape or opcode must be in already.
+        self._native_tables = (self._intern, self._tuple_shapes, self._opcodes, source)
 
     # --- driving ---------------------------------------------------------------------------
     def feed(self, line: str) -> None:
@@ -104,6 +113,64 @@ class TextParser:
             elif self._add_fast_tuple(line):
                 return
         self._feed_general(line)
+
+    def feed_text(self, text: str) -> None:
+        """Feeds whole lines held in one string (a chunk of a file that ends at a line break, or
+        the last one): line by line, as `feed` reads them; with the C accelerator, the runs of
+        lines `feed` would read with its one-line fast paths (and blank lines, plain `}` lines
+        and one-line computation headers) are read by it instead, with the same result."""
+        end = len(text)
+        position = 0
+        while position < end:
+            if native is not None and not self._pending and not self._in_block_comment:
+                stop = self._native_run(text, position)
+                if stop != position:
+                    position = stop
+                    continue
+            stop = text.find("\n", position) + 1 or end
+            self.feed(text[position:stop])
+            position = stop
+
+    def _native_run(self, text: str, position: int) -> int:
+        """Lines from `position` read by the C accelerator's fast_lines (it opens computations
+        through _open_computation and may close the current one); returns where the next line
+        for `feed` starts."""
+        computation = self.computation
+        if computation is None and self.section:
+            return position
+        first = self.line_number + 1
+        stop, lines, last, root_seen, current = native.fast_lines(  # type: ignore[union-attr]
+            text, position, None if computation is None else computation.instructions, first,
+            self._root_seen, self._native_tables, self._open_computation)
+        self.line_number = first - 1 + lines
+        self._root_seen = root_seen
+        if current is None:
+            self.computation = None
+        if lines:
+            self.module_bytes += stop - position
+            self._last_line = text[last:stop]
+        return stop
+
+    def _open_computation(self, line_number: int, header: tuple[bool, str, tuple[tuple[str, str],
+                          ...], str]) -> list[Instruction] | None:
+        """_computation_header for a header the C accelerator read whole (line `line_number`):
+        the new computation's instruction list, or None (nothing done) where
+        _computation_header would raise, so that `feed` reports it."""
+        is_entry, name, parameters, result = header
+        self.line_number = line_number
+        module = self._current_module()
+        if name in module.computations or (
+                is_entry and module.entry_name and module.computations[module.entry_name].is_entry):
+            return None
+        self.section = ""
+        computation = Computation(name=name, line=line_number, is_entry=is_entry,
+                                  header_parameters=parameters, header_result=result)
+        if is_entry:
+            module.entry_name = name
+        module.computations[name] = computation
+        self.computation = computation
+        self._root_seen = False
+        return computation.instructions
 
     def _feed_general(self, line: str) -> None:
         if self._in_block_comment or "/*" in line:
@@ -510,6 +577,36 @@ def parse_lines(lines: Iterable[str], source: str) -> list[HloModule]:
             return parser.finish()
         finally:  # breaks the parser <-> reader cycle: its tables are freed now, not later
             parser._reader = None  # type: ignore[assignment]
+
+
+def parse_chunks(chunks: Iterable[str], source: str,
+                 parser: TextParser | None = None) -> list[HloModule]:
+    """Parses every module in `chunks`, strings that together are the text (a file read a few
+    dozen kilobytes at a time streams): the same as parse_lines on the text's lines (split at
+    `\\n`), read with TextParser.feed_text. `parser`, when given, is the one to use (its
+    line_number then says how far a failed read got)."""
+    parser = TextParser(source) if parser is None else parser
+    with paused_gc():
+        try:
+            for text in whole_lines(chunks):
+                parser.feed_text(text)
+            return parser.finish()
+        finally:
+            parser._reader = None  # type: ignore[assignment]
+
+
+def whole_lines(chunks: Iterable[str]) -> Iterable[str]:
+    """The chunks regrouped to end at line breaks (the last one as the text ends)."""
+    rest: list[str] = []
+    for chunk in chunks:
+        cut = chunk.rfind("\n") + 1
+        if not cut:
+            rest.append(chunk)
+            continue
+        yield "".join((*rest, chunk[:cut])) if rest else chunk[:cut]
+        rest = [chunk[cut:]] if cut < len(chunk) else []
+    if rest:
+        yield "".join(rest)
 
 
 def parse_text(text: str, source: str = "<text>") -> list[HloModule]:

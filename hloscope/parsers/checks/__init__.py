@@ -17,6 +17,8 @@ default; none is deferred to a stricter mode.
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 from hloscope.gc_pause import paused_gc
 from hloscope.model.module import HloModule
 from hloscope.parsers.checks.aliasing import check_aliasing
@@ -24,6 +26,7 @@ from hloscope.parsers.checks.async_chains import check_async_chains
 from hloscope.parsers.checks.instructions import check_computation
 
 _ASYNC_OPCODES = frozenset({"async-start", "async-update", "async-done"})
+_OPCODE = attrgetter("opcode")
 
 
 def check_module(module: HloModule) -> None:
@@ -42,7 +45,7 @@ def _check(module: HloModule) -> None:
     for computation in module.computations.values():
         check_computation(computation, above, memo)
         above[computation.name] = computation
-        if any(i.opcode in _ASYNC_OPCODES for i in computation.instructions):
+        if not _ASYNC_OPCODES.isdisjoint(map(_OPCODE, computation.instructions)):
             check_async_chains(computation)
     check_aliasing(module)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from hloscope._native import scan as native
 from hloscope.model.instruction import (
     _LAST_WORD_OF_ITEM,
     _PLAIN_OPERANDS,
@@ -45,6 +46,10 @@ _CALLED_KEYS = frozenset(CALLED_COMPUTATION_KEYS)
 _CALLED_VALUES = re.compile(r"[,\s](?:" + "|".join(CALLED_COMPUTATION_KEYS) +
                             r")\s*=\s*(\{[^{}]*\}|%?[\w.\-]+)")
 _NAME_IN_LIST = re.compile(r"%?([\w.\-]+)")
+# Tags a memo entry (CALLED_ONLY, opcode, *keys): keys that passed, but for the called
+# computations, which _check_called checks each time (the C accelerator's check_run reads it).
+CALLED_ONLY = "=called"
+
 # Keys whose value is checked beyond being allowed.
 _SPECIAL = frozenset({"control-predecessors", "use_global_device_ids", "api_version",
                       "result_accuracy", "padding", *CALLED_COMPUTATION_KEYS})
@@ -60,47 +65,67 @@ def check_computation(computation: Computation, above: Mapping[str, object],
     """Raises a located ParseError at the first instruction XLA's parser would refuse; `above`
     names the computations defined before this one, the only ones it may call. `memo` holds what
     passed already, shared by the module's computations: ("", shape text, literal) of a
-    constant, (opcode, attribute keys) of an instruction (both repeat across a module)."""
+    constant, (opcode, attribute keys) of an instruction (both repeat across a module).
+
+    With the C accelerator (hloscope._native), `check_run` passes each run of instructions that
+    need no closer look (see _check_instruction) and stops at the first that does, which
+    _check_instruction then checks here."""
     memo = set() if memo is None else memo
     defined: dict[str, Instruction] = {}
     parameters: dict[int, Instruction] = {}
-    find_keys = _KEY_CANDIDATE.findall
-    plain, words = _PLAIN_OPERANDS.fullmatch, _LAST_WORD_OF_ITEM.findall
-    arity = _ARITY.get
-    for instruction in computation.instructions:
-        name = instruction.name
-        if name in defined:
-            raise instruction.error(f"instruction {name} is defined twice (first at "
-                                    f"line {defined[name].line})", _name_offset(instruction))
-        opcode, text = instruction.opcode, instruction.text
-        start, end = instruction.operands_start, instruction.operands_end
-        if opcode == "parameter":
-            _check_parameter(instruction, parameters)
-        elif opcode == "constant":
-            key = ("", instruction.shape_text, text[start:end])  # no opcode is ""
-            if key not in memo:
-                check_literal(instruction, instruction.shape)
-                memo.add(key)
-        else:
-            operand_text = text[start:end]
-            operands = words(operand_text) if plain(operand_text) else instruction.operands
-            for operand in operands:
-                if operand not in defined:
-                    _undefined_operand(instruction, tuple(operands), defined)
-            bounds = arity(opcode)
-            if bounds is not None and not bounds[0] <= len(operands) <= bounds[1]:
-                _check_arity(instruction, len(operands))
-            if "[" in operand_text:
-                _check_operand_shapes(instruction, defined)
-        if end + 1 < len(text):
-            keys = (opcode, *find_keys(text, end))
-            if len(keys) > 1 and keys not in memo:
-                found = set(keys[1:])
-                if not (found <= _ALLOWED.get(opcode, found) and found.isdisjoint(_SPECIAL)):
-                    _check_attributes(above, instruction, found, defined)
-                else:
-                    memo.add(keys)
-        defined[name] = instruction
+    instructions = computation.instructions
+    count = len(instructions)
+    index = 0
+    while index < count:
+        if native is not None:
+            index = native.check_run(instructions, index, defined, parameters, memo, _ARITY,
+                                     above)
+            if index >= count:
+                return
+        _check_instruction(instructions[index], above, memo, defined, parameters)
+        index += 1
+
+
+def _check_instruction(instruction: Instruction, above: Mapping[str, object],
+                       memo: set[tuple[str, str, str]], defined: dict[str, Instruction],
+                       parameters: dict[int, Instruction]) -> None:
+    name = instruction.name
+    if name in defined:
+        raise instruction.error(f"instruction {name} is defined twice (first at "
+                                f"line {defined[name].line})", _name_offset(instruction))
+    opcode, text = instruction.opcode, instruction.text
+    start, end = instruction.operands_start, instruction.operands_end
+    if opcode == "parameter":
+        _check_parameter(instruction, parameters)
+    elif opcode == "constant":
+        key = ("", instruction.shape_text, text[start:end])  # no opcode is ""
+        if key not in memo:
+            check_literal(instruction, instruction.shape)
+            memo.add(key)
+    else:
+        operand_text = text[start:end]
+        operands = (_LAST_WORD_OF_ITEM.findall(operand_text)
+                    if _PLAIN_OPERANDS.fullmatch(operand_text) else instruction.operands)
+        for operand in operands:
+            if operand not in defined:
+                _undefined_operand(instruction, tuple(operands), defined)
+        bounds = _ARITY.get(opcode)
+        if bounds is not None and not bounds[0] <= len(operands) <= bounds[1]:
+            _check_arity(instruction, len(operands))
+        if "[" in operand_text:
+            _check_operand_shapes(instruction, defined)
+    if end + 1 < len(text):
+        keys = (opcode, *_KEY_CANDIDATE.findall(text, end))
+        if len(keys) > 1 and keys not in memo:
+            found = set(keys[1:])
+            allowed = found <= _ALLOWED.get(opcode, found)
+            if not (allowed and found.isdisjoint(_SPECIAL)):
+                _check_attributes(above, instruction, found, defined)
+                if allowed and found & _SPECIAL <= _CALLED_KEYS:
+                    memo.add((CALLED_ONLY, *keys))  # passes where its callees are above
+            else:
+                memo.add(keys)
+    defined[name] = instruction
 
 
 def _name_offset(instruction: Instruction) -> int:
@@ -165,6 +190,18 @@ def _check_operand_shapes(instruction: Instruction, defined: dict[str, Instructi
 
 def _check_attributes(above: Mapping[str, object], instruction: Instruction, keys: set[str],
                       defined: dict[str, Instruction]) -> None:
+    """The attribute checks; a split of the attributes they make is dropped afterwards (as
+    validate drops its own), so that checking keeps the loaded module's memory."""
+    split_before = instruction._attributes is not None  # noqa: SLF001  (same model)
+    try:
+        _check_attribute_values(above, instruction, keys, defined)
+    finally:
+        if not split_before:
+            instruction._attributes = None  # noqa: SLF001
+
+
+def _check_attribute_values(above: Mapping[str, object], instruction: Instruction,
+                            keys: set[str], defined: dict[str, Instruction]) -> None:
     allowed = _ALLOWED.get(instruction.opcode)
     if allowed is not None and not keys <= allowed:
         _check_allowed(instruction, allowed)
