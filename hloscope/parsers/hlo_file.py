@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import gzip
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from hloscope.errors import InputError, ParseError, SourceLocation
@@ -54,14 +55,22 @@ def _open_text(path: Path) -> io.TextIOBase:
 
 def parse_stream(lines: Iterable[str], source: str) -> list[HloModule]:
     counter = _LineCounter(lines)
-    try:
+    with _read_errors(source, lambda: counter.count):
         return parse_lines(counter, source)
+
+
+@contextmanager
+def _read_errors(source: str, lines_read: Callable[[], int]) -> Iterator[None]:
+    """Read and decoding failures as located hloscope errors, placed at the line after the
+    last complete one read (a decoding error is then placed exactly by the caller)."""
+    try:
+        yield
     except UnicodeDecodeError:
         raise ParseError(f"{NOT_UTF8}: is this an HLO text file?",
-                         SourceLocation(source, counter.count + 1, 1)) from None
+                         SourceLocation(source, lines_read() + 1, 1)) from None
     except (gzip.BadGzipFile, EOFError) as error:
         raise ParseError(f"damaged gzip data: {error}",
-                         SourceLocation(source, counter.count + 1, 1)) from None
+                         SourceLocation(source, lines_read() + 1, 1)) from None
     except OSError as error:
         raise InputError(f"{source}: cannot read: {error.strerror or error}") from None
 
@@ -70,19 +79,10 @@ NOT_UTF8 = "not UTF-8 text"
 
 
 def _parse_chunked(handle: io.TextIOBase, source: str) -> list[HloModule]:
-    """A file read CHUNK characters at a time; a read error is placed at the line after the
-    last complete one read (a decoding error is then placed exactly by the caller)."""
+    """A file read CHUNK characters at a time (read errors: `_read_errors`)."""
     parser = TextParser(source)
-    try:
+    with _read_errors(source, lambda: parser.line_number):
         return parse_chunks(iter(lambda: handle.read(CHUNK), ""), source, parser)
-    except UnicodeDecodeError:
-        raise ParseError(f"{NOT_UTF8}: is this an HLO text file?",
-                         SourceLocation(source, parser.line_number + 1, 1)) from None
-    except (gzip.BadGzipFile, EOFError) as error:
-        raise ParseError(f"damaged gzip data: {error}",
-                         SourceLocation(source, parser.line_number + 1, 1)) from None
-    except OSError as error:
-        raise InputError(f"{source}: cannot read: {error.strerror or error}") from None
 
 
 def _locate_decode_error(path: Path) -> ParseError:
