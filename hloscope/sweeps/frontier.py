@@ -1,14 +1,17 @@
 """`--search frontier`: per batch, the fastest per-tensor policy that fits, predicted over the
 whole `names:` space and confirmed by as few compiles as possible (no jax).
 
-1. Baselines: `full` (nothing named kept) is compiled at the grid's smallest and largest batch;
+1. Baselines: `full` (nothing named kept) is compiled at the grid's smallest batch and at the
+   largest one it predicts `full` to fit (3. below);
    `analyses.predict` then predicts every candidate — each choice of device / offload / remat
    for every named residual of the block (3^N policies) at every batch.
-2. Per batch, rounds: rank the candidates by predicted step time (then FLOPs, then bytes); the
-   winner is the first whose known bytes (compiled when compiled, else predicted) fit the
-   capacity. Compile it unless it was, and also the candidate nearest above the capacity
-   boundary among the strictly faster ones (the one a prediction slightly too high would
-   wrongly exclude). A compiled figure replaces the prediction, and calibrates the rest:
+2. Per batch, rounds: rank the candidates by predicted step time (then FLOPs, then bytes moved
+   to the host, then device bytes: the step estimate overlaps host transfers, so offloading a
+   name ties with keeping it on the device, and the tie goes to the device); the winner is the
+   first whose known bytes (compiled when compiled, else predicted) fit the capacity. Compile
+   it unless it was, and also the candidate nearest above the capacity boundary among those
+   ranked strictly ahead by time, FLOPs and host bytes (the one a prediction slightly too high
+   would wrongly exclude). A compiled figure replaces the prediction, and calibrates the rest:
    an uncompiled candidate's bytes are its prediction plus the error of the compiled candidate
    nearest to it (fewest names chosen differently), so one compile that shows the predictor
    high (XLA:CPU allocates less when a name is kept) or low moves its neighbours with it. A
@@ -237,7 +240,7 @@ class FrontierSearch:
         would wrongly exclude. Asked every round, so a winner is confirmed only when no faster
         candidate is left uncompiled next to the boundary (MAX_ROUNDS bounds it)."""
         faster = ranked if winner is None else [
-            c for c in ranked if _speed(c)[:2] < _speed(winner)[:2]]
+            c for c in ranked if _speed(c)[:3] < _speed(winner)[:3]]
         above = [c for c in faster if c.compiled_bytes is None
                  and c.calibrated_bytes > self.capacity]
         return sorted(above, key=lambda c: c.calibrated_bytes)[:1]
@@ -269,9 +272,9 @@ def calibrated(candidate: Candidate, compiled: list[Candidate]) -> int:
     return predicted + error
 
 
-def _speed(candidate: Candidate) -> tuple[float, int, int]:
+def _speed(candidate: Candidate) -> tuple[float, int, int, int]:
     p = candidate.prediction
-    return (p.step_seconds or 0.0, p.flops, p.device_bytes)
+    return (p.step_seconds or 0.0, p.flops, p.host_bytes, p.device_bytes)
 
 
 def frontier_names(config) -> tuple[str, ...]:
