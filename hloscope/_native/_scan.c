@@ -1149,7 +1149,10 @@ decline:
     Py_RETURN_NONE;
 }
 
-static PyObject *split_simple(PyObject *self, PyObject *args) {
+typedef PyObject *(*split_at_fn)(const char *, Py_ssize_t, Py_ssize_t);
+
+/* (text, start) -> `at`'s result on the text's bytes; None for a text that is not plain. */
+static PyObject *split_on_text(PyObject *args, split_at_fn at) {
     PyObject *text;
     Py_ssize_t start, n;
     if (!PyArg_ParseTuple(args, "Un", &text, &start)) return NULL;
@@ -1157,7 +1160,11 @@ static PyObject *split_simple(PyObject *self, PyObject *args) {
     int kind = text_bytes(text, &s, &n);
     if (kind < 0) return NULL;
     if (!kind) Py_RETURN_NONE;
-    return split_simple_at(s, n, start);
+    return at(s, n, start);
+}
+
+static PyObject *split_simple(PyObject *self, PyObject *args) {
+    return split_on_text(args, split_simple_at);
 }
 
 /* split_attributes' general path on s[start:n] (split_top_level, then _KEY per item): a new
@@ -1235,14 +1242,7 @@ decline:
 }
 
 static PyObject *split_general(PyObject *self, PyObject *args) {
-    PyObject *text;
-    Py_ssize_t start, n;
-    if (!PyArg_ParseTuple(args, "Un", &text, &start)) return NULL;
-    const char *s;
-    int kind = text_bytes(text, &s, &n);
-    if (kind < 0) return NULL;
-    if (!kind) Py_RETURN_NONE;
-    return split_general_at(s, n, start);
+    return split_on_text(args, split_general_at);
 }
 
 /* attribute_spans(text, start) -> dict or None: Instruction._split_attributes from `start` (just
