@@ -716,6 +716,21 @@ static PyObject *plain_operands(PyObject *self, PyObject *args) {
     return names;
 }
 
+/* At a `,` at s[p]: `,\s*([A-Za-z_][\w.\-]*)\s*=` there sets the key's span [*k, *k_end) and
+ * returns the position of its `=`; -1 when no key starts here. */
+static Py_ssize_t key_at(const char *s, Py_ssize_t p, Py_ssize_t n, Py_ssize_t *k,
+                         Py_ssize_t *k_end) {
+    if (s[p] != ',') return -1;
+    Py_ssize_t q = p + 1;
+    while (q < n && is_space(s[q])) q++;
+    if (q >= n || !is_name_start(s[q])) return -1;
+    *k = q;
+    while (q < n && is_name_char(s[q])) q++;
+    *k_end = q;
+    while (q < n && is_space(s[q])) q++;
+    return q < n && s[q] == '=' ? q : -1;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * check_run(instructions, index, defined, parameters, memo, arity, above) -> index
  *
@@ -734,15 +749,8 @@ static PyObject *attribute_keys(const char *s, Py_ssize_t from, Py_ssize_t n, Py
     if (keys == NULL) return NULL;
     if (PyList_Append(keys, opcode) < 0) goto fail;
     for (Py_ssize_t p = from; p < n; p++) {
-        if (s[p] != ',') continue;
-        Py_ssize_t q = p + 1;
-        while (q < n && is_space(s[q])) q++;
-        if (q >= n || !is_name_start(s[q])) continue;
-        Py_ssize_t k = q;
-        while (q < n && is_name_char(s[q])) q++;
-        Py_ssize_t k_end = q;
-        while (q < n && is_space(s[q])) q++;
-        if (q >= n || s[q] != '=') continue;
+        Py_ssize_t k, k_end, q = key_at(s, p, n, &k, &k_end);
+        if (q < 0) continue;
         PyObject *key = substring(s, k, k_end);
         if (key == NULL || PyList_Append(keys, key) < 0) {
             Py_XDECREF(key);
@@ -878,15 +886,8 @@ static Py_ssize_t key_signature(PyObject *opcode, const char *s, Py_ssize_t from
     out[length] = 0;
     used = length + 1;
     for (Py_ssize_t p = from; p < n; p++) {
-        if (s[p] != ',') continue;
-        Py_ssize_t q = p + 1;
-        while (q < n && is_space(s[q])) q++;
-        if (q >= n || !is_name_start(s[q])) continue;
-        Py_ssize_t k = q;
-        while (q < n && is_name_char(s[q])) q++;
-        Py_ssize_t k_end = q;
-        while (q < n && is_space(s[q])) q++;
-        if (q >= n || s[q] != '=') continue;
+        Py_ssize_t k, k_end, q = key_at(s, p, n, &k, &k_end);
+        if (q < 0) continue;
         if (used + (k_end - k) + 1 > SIGNATURE_MAX) return -1;
         memcpy(out + used, s + k, k_end - k);
         used += k_end - k;
