@@ -472,15 +472,15 @@ def step_policies(step: str | StepFactory, target: str = "cpu",
     """The checkpoint names of a user's step (what its `names:` policies choose for), traced
     for `target` (no compile): per (name, source line) the traced shape, dtype and bytes of one
     call (global: the trace does not know the compile's sharding) and where it was named."""
-    from hloscope.spec.step import step_tensors
+    from hloscope.spec.step import StepTensorRow, StepTensors
     from hloscope.spec.targets import target_spec
     from hloscope.workloads.step_names import trace_step_names
 
     spec = target_spec(target, num_slices, allow_any_topology)
     config = step_config(step, config, **overrides)
     names = trace_step_names(config, spec)
-    return step_tensors(config.factory, spec, [(n.name, n.shape, n.dtype, n.bytes, n.source)
-                                               for n in names])
+    return StepTensors(config.factory, spec, tuple(
+        StepTensorRow(n.name, n.shape, n.dtype, n.bytes, n.source) for n in names))
 
 
 def step_config(source: str | StepFactory, carrier: Any = None, **overrides: Any) -> StepConfig:

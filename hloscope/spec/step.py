@@ -313,7 +313,3 @@ class StepTensors:
                 "tensors": [dataclasses.asdict(row) for row in self.tensors],
                 "names": list(self.names)}
 
-
-def step_tensors(factory: str, target: str,
-                 rows: list[tuple[str, tuple[int, ...], str, int, str]]) -> StepTensors:
-    return StepTensors(factory, target, tuple(StepTensorRow(*row) for row in rows))
