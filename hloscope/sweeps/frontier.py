@@ -186,14 +186,9 @@ class FrontierSearch:
 
     def _baseline_at(self, batch: int) -> Baseline | None:
         size, folder = self._compile([BASELINE], batch)[BASELINE]
-        if size is None:
-            if self._full_overflows is None or batch < self._full_overflows:
-                self._full_overflows = batch  # an OOM compile: `full` does not fit here
-            return None
-        if size > self.capacity and (self._full_overflows is None
-                                     or batch < self._full_overflows):
-            self._full_overflows = batch
-        return self.baseline_of(Path(folder))
+        if size is None or size > self.capacity:  # None: an OOM compile
+            self._full_overflows = min(batch, self._full_overflows or batch)
+        return None if size is None else self.baseline_of(Path(folder))
 
     def _every_remat(self) -> str:
         return encode_named(dict.fromkeys(self.names, "remat"), self.names)
