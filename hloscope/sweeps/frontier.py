@@ -2,30 +2,32 @@
 whole `names:` space and confirmed by as few compiles as possible (no jax).
 
 1. Baselines: `full` (nothing named kept) is compiled at the grid's smallest batch and at the
-   largest one it predicts `full` to fit (3. below);
+   largest one it predicts `full` to fit (3. below); every `full` compiled later is one too.
    `analyses.predict` then predicts every candidate — each choice of device / offload / remat
-   for every named residual of the block (3^N policies) at every batch.
+   for every named residual of the block (3^N policies) at every batch — piecewise linear in
+   the batch through the compiled `full`s.
 2. Per batch, rounds: rank the candidates by predicted step time (then FLOPs, then bytes moved
-   to the host, then device bytes: the step estimate overlaps host transfers, so offloading a
-   name ties with keeping it on the device, and the tie goes to the device); the winner is the
-   first whose known bytes (compiled when compiled, else predicted) fit the capacity. Compile
-   it unless it was, and also the candidate nearest above the capacity boundary among those
-   ranked strictly ahead by time, FLOPs and host bytes (the one a prediction slightly too high
-   would wrongly exclude). A compiled figure replaces the prediction, and calibrates the rest:
-   an uncompiled candidate's bytes are its prediction plus the error of the compiled candidate
-   nearest to it (fewest names chosen differently), so one compile that shows the predictor
-   high (XLA:CPU allocates less when a name is kept) or low moves its neighbours with it. A
-   wrong prediction re-ranks and the next round compiles the new winner. It ends when the
-   winner is compiled and fits, or nothing fits; after MAX_ROUNDS the winner is the fastest
-   compiled candidate that fits.
-3. Nothing keeps less than `full` (every name recomputed): where its compile does not fit,
-   that batch and every larger one have no winner and cost no further compile — the bound
-   MaxText's estimator also takes (its full-remat batch bisection bounds every policy's).
-   The second baseline is therefore `full` at the largest batch the first one predicts to fit
-   (the next smaller grid batch when that compile does not fit).
+   to the host, then device bytes; offloaded bytes cost HBM time in the step estimate, so at
+   equal FLOPs the device wins, then the fewest bytes offloaded); the winner is the first
+   whose known bytes fit the capacity: compiled when compiled, else predicted plus the error
+   of the compiled candidate nearest to it (fewest names chosen differently), so one compile
+   that shows the predictor high or low moves its neighbours with it. Compile the winner
+   unless it was; a compile that does not fit re-ranks and the next round compiles the next
+   winner. Once the winner is compiled and fits, one more compile at most: the faster
+   candidate least above the capacity, if within the largest overestimate the predictor has
+   made so far (predicted / compiled - 1 over every compile of the search): the one a
+   prediction too high would wrongly exclude. With nothing known to fit, compile `full`
+   (the least a policy keeps); if `full` does not fit either, the candidates nearest above
+   the capacity, one a round (keeping a name can lower XLA's allocation: XLA:CPU). After
+   MAX_ROUNDS the winner is the fastest compiled candidate that fits.
+3. Where nothing fits at a batch (or `full` does not fit at a smaller one), the larger batches
+   cost no compile — the bound MaxText's estimator also takes (its full-remat batch
+   bisection bounds every policy's). The second baseline is therefore `full` at the largest
+   batch the first one predicts to fit (the next smaller grid batch when that compile does
+   not fit).
 
 Rows are the compiled candidates and each batch's winner; `candidates` counts every predicted
-one, `compiles` the compiles made (baselines included; cache hits are not compiles).
+one, `compiles` the programs the search asked for (baselines and build-cache hits included).
 """
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ class Candidate:
     compiled_ok: bool = True  # the compile succeeded (False: an error, never chosen)
     folder: str | None = None
     calibrated_bytes: int = 0  # the search's figure: compiled, or predicted + a neighbour's error
+    held_bytes: int | None = None  # the search's figure when it chose to compile it
 
     @property
     def known_bytes(self) -> int:
@@ -69,6 +72,7 @@ class Candidate:
                 "fits": self.compiled_ok and self.known_bytes <= capacity,
                 "prediction_error": None if not self.compiled_bytes
                 else p.device_bytes / self.compiled_bytes - 1,
+                "search_predicted_bytes": self.held_bytes,
                 "explain": p.explain(), "build_folder": self.folder}
 
 
@@ -146,99 +150,129 @@ class FrontierSearch:
         self.capacity = capacity
         self.names = names
         self.compiles = 0
+        self.baselines: list[Baseline] = []
+        self.overestimate = 0.0  # the largest predicted / compiled - 1 seen so far
         self._full_overflows: int | None = None  # the smallest batch `full` does not fit
 
     def run(self) -> FrontierResult:
-        baselines = self._baselines()
-        predictor = Predictor(tuple(baselines))
+        self._baselines()
         rows: list[dict[str, Any]] = []
         for batch in self.batches:
-            if self._full_overflows is not None and batch >= self._full_overflows:
-                continue  # `full` does not fit at a smaller batch: nothing fits here
-            candidates = {p: Candidate(predictor.predict(p, batch)) for p in self.policies}
-            self._mark_baseline(candidates, baselines, batch)
+            if self._full_overflows is not None and batch > self._full_overflows:
+                continue  # `full` does not fit at a smaller batch: nothing is searched here
+            candidates = self._predicted(batch, {})
             winner = self._search(candidates, batch)
-            if winner is None and self._full_compiled_over(candidates):
-                self._full_overflows = batch
+            if winner is None:
+                self._full_overflows = min(batch, self._full_overflows or batch)
             rows += [c.row(self.capacity, c is winner) for c in candidates.values()
                      if c.compiled_bytes is not None or c is winner]
         return FrontierResult(self.capacity, self.batches, self.names, rows, self.compiles,
-                              len(self.policies) * len(self.batches), baselines)
+                              len(self.policies) * len(self.batches), list(self.baselines))
 
-    def _baselines(self) -> list[Baseline]:
+    def _baselines(self) -> None:
         first = self._baseline_at(self.batches[0])
         if first is None:
             raise UsageError(f"the `full` baseline did not compile at batch {self.batches[0]}")
-        found = [first]
         if first.allocation_bytes > self.capacity:
-            self._full_overflows = self.batches[0]
-            return found
-        every_remat = self._every_remat()
+            return
         single = Predictor((first,))
         larger = [b for b in self.batches[1:]
-                  if single.predict(every_remat, b).device_bytes <= self.capacity]
+                  if single.predict(self._every_remat(), b).device_bytes <= self.capacity]
         for batch in reversed(larger[-2:] if larger else self.batches[1:2]):
-            second = self._baseline_at(batch)
-            if second is not None:
-                found.append(second)
+            if self._baseline_at(batch) is not None:
                 break
-        return found
 
     def _baseline_at(self, batch: int) -> Baseline | None:
+        """Compile `full` at `batch`; every compiled `full` is a baseline of the predictor."""
         size, folder = self._compile([BASELINE], batch)[BASELINE]
         if size is None or size > self.capacity:  # None: an OOM compile
             self._full_overflows = min(batch, self._full_overflows or batch)
-        return None if size is None else self.baseline_of(Path(folder))
+        if size is None:
+            return None
+        baseline = self.baseline_of(Path(folder))
+        self.baselines.append(baseline)
+        return baseline
 
     def _every_remat(self) -> str:
         return encode_named(dict.fromkeys(self.names, "remat"), self.names)
 
-    def _full_compiled_over(self, candidates: dict[str, Candidate]) -> bool:
+    def _predicted(self, batch: int, compiled: dict[str, Candidate]) -> dict[str, Candidate]:
+        """Every candidate at `batch`, predicted from the baselines so far; those already
+        compiled keep their compiled figures."""
+        predictor = Predictor(tuple(self.baselines))
+        candidates = {p: Candidate(predictor.predict(p, batch)) for p in self.policies}
+        for policy, done in compiled.items():
+            mine = candidates[policy]
+            mine.compiled_bytes, mine.compiled_ok, mine.folder = \
+                done.compiled_bytes, done.compiled_ok, done.folder
         full = candidates.get(self._every_remat())
-        return full is not None and full.compiled_bytes is not None and (
-            not full.compiled_ok or full.compiled_bytes > self.capacity)
-
-    def _mark_baseline(self, candidates: dict[str, Candidate], baselines: list[Baseline],
-                       batch: int) -> None:
-        every_remat = self._every_remat()
-        for baseline in baselines:
-            if baseline.config["batch"] == batch and every_remat in candidates:
-                candidates[every_remat].compiled_bytes = baseline.allocation_bytes
+        for baseline in self.baselines:
+            if baseline.config["batch"] == batch and full is not None:
+                full.compiled_bytes = baseline.allocation_bytes
+        return candidates
 
     def _search(self, candidates: dict[str, Candidate], batch: int) -> Candidate | None:
-        ranked = sorted(candidates.values(), key=_speed)
+        """Rounds of: the fastest candidate whose known bytes fit is the winner; compile it
+        unless it was; where nothing is known to fit, compile `full` (the least any policy
+        keeps); once per batch, also the one faster candidate within the predictor's largest
+        overestimate above the capacity."""
+        probed = False
         for _ in range(MAX_ROUNDS):
+            ranked = sorted(candidates.values(), key=_speed)
             compiled = [c for c in ranked if c.compiled_bytes is not None and c.compiled_ok]
             for candidate in ranked:
                 candidate.calibrated_bytes = calibrated(candidate, compiled)
             winner = next((c for c in ranked if c.compiled_ok
                            and c.calibrated_bytes <= self.capacity), None)
-            if winner is None and self._full_compiled_over(candidates):
-                return None
-            wanted = [] if winner is None or winner.compiled_bytes is not None else [winner]
-            wanted += self._nearest_above(ranked, winner)
-            if not wanted:
+            full = candidates[self._every_remat()]
+            if winner is None:  # `full` first; if it does not fit, the nearest above it
+                wanted = [full] if full.compiled_bytes is None else self._probe(ranked, None)
+                if not wanted:
+                    return None
+            elif winner.compiled_bytes is None:
+                wanted = [winner]
+            elif probed or not (wanted := self._probe(ranked, winner)):
                 return winner
-            built = self._compile([c.prediction.policy for c in wanted], batch)
-            for candidate in wanted:
-                size, folder = built[candidate.prediction.policy]
-                candidate.compiled_ok = size is not None
-                candidate.compiled_bytes = size if size is not None else 0
-                candidate.folder = folder
-        return next((c for c in ranked if c.compiled_bytes is not None and c.compiled_ok
+            else:
+                probed = True
+            self._compile_candidates(wanted, batch)
+            if full in wanted and full.compiled_ok:
+                candidates.update(self._baseline_from(full, candidates, batch))
+        return next((c for c in sorted(candidates.values(), key=_speed)
+                     if c.compiled_bytes is not None and c.compiled_ok
                      and c.compiled_bytes <= self.capacity), None)
 
-    def _nearest_above(self, ranked: list[Candidate],
-                       winner: Candidate | None) -> list[Candidate]:
-        """The uncompiled candidate strictly faster than the winner (any, without one) whose
-        calibrated bytes are least above the capacity: the one a prediction slightly too high
-        would wrongly exclude. Asked every round, so a winner is confirmed only when no faster
-        candidate is left uncompiled next to the boundary (MAX_ROUNDS bounds it)."""
-        faster = ranked if winner is None else [
-            c for c in ranked if _speed(c)[:3] < _speed(winner)[:3]]
-        above = [c for c in faster if c.compiled_bytes is None
-                 and c.calibrated_bytes > self.capacity]
-        return sorted(above, key=lambda c: c.calibrated_bytes)[:1]
+    def _baseline_from(self, full: Candidate, candidates: dict[str, Candidate],
+                       batch: int) -> dict[str, Candidate]:
+        """`full` compiled in a round is a baseline too: predict this batch again with it."""
+        self.baselines.append(self.baseline_of(Path(full.folder or "")))
+        if full.compiled_bytes is not None and full.compiled_bytes > self.capacity:
+            self._full_overflows = min(batch, self._full_overflows or batch)
+        done = {p: c for p, c in candidates.items() if c.compiled_bytes is not None}
+        return self._predicted(batch, done)
+
+    def _probe(self, ranked: list[Candidate], winner: Candidate | None) -> list[Candidate]:
+        """The uncompiled candidate strictly faster than the winner (by time, FLOPs and host
+        bytes) whose bytes are least above the capacity, if within the predictor's largest
+        overestimate so far: the one a prediction too high would wrongly exclude. Without a
+        winner (`full` compiled and over the capacity) the nearest above it, however far:
+        keeping a name can lower XLA's allocation (XLA:CPU, tiny, mlp_hidden kept: -8%)."""
+        reach = self.capacity * (1 + self.overestimate) if winner is not None else float("inf")
+        faster = [c for c in ranked if (winner is None or _speed(c)[:3] < _speed(winner)[:3])
+                  and c.compiled_bytes is None and self.capacity < c.calibrated_bytes <= reach]
+        return sorted(faster, key=lambda c: c.calibrated_bytes)[:1]
+
+    def _compile_candidates(self, wanted: list[Candidate], batch: int) -> None:
+        built = self._compile([c.prediction.policy for c in wanted], batch)
+        for candidate in wanted:
+            size, folder = built[candidate.prediction.policy]
+            candidate.held_bytes = candidate.calibrated_bytes or candidate.prediction.device_bytes
+            candidate.compiled_ok = size is not None
+            candidate.compiled_bytes = size if size is not None else 0
+            candidate.folder = folder
+            if size:
+                self.overestimate = max(self.overestimate,
+                                        candidate.prediction.device_bytes / size - 1)
 
     def _compile(self, policies: list[str], batch: int) -> dict[str, tuple[int | None, str]]:
         built, count = self.compile_batch(policies, batch)

@@ -25,17 +25,19 @@ A_B, of which F does not scale with the batch: `baseline.py`) and the config, fo
                                                    one micro-batch of them is in the slope)
 
 with n(t) the bytes of one layer's name on one device (`spec/tensors.py`'s closed form). With a
-second `full` baseline at another batch, F and the slope are fitted from the two allocations
-instead (a straight line through them), but only at or above the smaller baseline's tokens:
-below it the line's intercept can be negative, and the program is scaled from the smaller
-baseline alone. On TPU that over-predicts small programs: libtpu keeps temporaries in on-chip
-VMEM when they fit, so the HBM allocation falls faster than the tokens (tiny / v5e at 8
-sequences per device: 11.7 MB compiled, 30 MB predicted; tests/analyses/predict).
+second `full` baseline at another batch, F and the slope come from the line through the two
+`full` allocations around t instead (piecewise linear over every baseline; the two largest
+above them), but only at or above the smallest baseline's tokens: below it the line's intercept
+can be negative, and the program is scaled from the smallest baseline alone. On TPU that
+over-predicts small programs: libtpu keeps temporaries in on-chip VMEM when they fit, so the
+HBM allocation falls faster than the tokens (tiny / v5e at 8 sequences per device: 11.7 MB
+compiled, 30 MB predicted; tests/analyses/predict).
 Host bytes are L·Σ_offload n(t) (pinned host memory).
 FLOPs: the baseline's per token times the step's tokens, less L × the recompute the kept names
 save (`flops.py`, per token). The step time is the roofline's (`analyses/roofline.py`) from the
-predicted FLOPs, the baseline's HBM bytes scaled with the tokens, its collectives, and the
-offloaded bytes over the host link both ways.
+predicted FLOPs, the baseline's HBM bytes scaled with the tokens plus the offloaded bytes' HBM
+traffic (OFFLOAD_HBM_PASSES), its collectives, and the offloaded bytes over the host link both
+ways.
 
 Every figure is the sum of its `Term`s, each with its count and unit, so a prediction explains
 itself ("+2 layers × 8 MiB mlp_hidden kept").
@@ -83,6 +85,16 @@ it). Not a per-layer cost: 1.5 per layer (the tiny fit) predicted 24 on llama-1b
 one of these within 5% of the allocation on llama-1b and within 16% on tiny (whose 7 names
 offloaded at once cost 2.1 x their sum at batch 128); the frontier search calibrates by its
 compiled neighbours and compiles to confirm."""
+
+OFFLOAD_HBM_PASSES = 2
+"""HBM traffic of an offloaded byte: read once when it goes to the host in the forward pass,
+written once when it comes back in the backward. A lower bound: XLA's own cost analysis of the
+compiled program charges more (its async-done of the dynamic-update-slice into the stacked host
+buffer is charged the whole buffer each layer, the default bytes of an op XLA's
+HloCostAnalysis::HandleAsyncDone leaves unset: llama-1b / v5e:2x2, mlp_gate offloaded at
+per-device batch 3, +43 GiB of bytes accessed for 1.5 GiB offloaded). Either way an offloaded
+name costs HBM time that keeping it on the device does not, so at equal FLOPs the search
+prefers the device, then the fewest bytes offloaded."""
 
 
 @dataclass(frozen=True)
@@ -150,7 +162,7 @@ class Prediction:
 
 @dataclass(frozen=True)
 class Predictor:
-    """Predictions from one or two `full` baselines of the same model and target."""
+    """Predictions from one or more `full` baselines of the same model and target."""
 
     baselines: tuple[Baseline, ...]
 
@@ -186,18 +198,24 @@ class Predictor:
         return dataclasses.replace(prediction, step_seconds=step)
 
     def _scaling_terms(self, tokens: int) -> list[Term]:
-        base = min(self.baselines, key=baseline_tokens)
-        t0 = baseline_tokens(base)
-        other = next((b for b in self.baselines if baseline_tokens(b) != t0), None)
-        if other is None or tokens < t0:
+        """`full` at `tokens`: scaled from the smallest baseline below it (or with one
+        baseline), else on the line through the two compiled `full`s around it (the two
+        largest above the largest): XLA's allocation of `full` is not linear in the batch
+        (llama-1b / v5e:2x2, seq 2048: +1.52 GiB per sequence over 1-4, +1.20 over 4-6, +1.50
+        over 6-7), so each compiled `full` is a knot of a piecewise-linear fit."""
+        knots = sorted({baseline_tokens(b): b for b in self.baselines}.items())
+        t0, base = knots[0]
+        if len(knots) == 1 or tokens < t0:
             fixed = base.fixed_bytes
             slope = (base.allocation_bytes - fixed) / t0
             source = "live at the baseline's peak"
         else:
-            t1 = baseline_tokens(other)
-            slope = (other.allocation_bytes - base.allocation_bytes) / (t1 - t0)
-            fixed = round(base.allocation_bytes - slope * t0)
-            source = "fitted to two baselines"
+            index = next((i for i in range(1, len(knots)) if tokens <= knots[i][0]),
+                         len(knots) - 1)
+            (low, lower), (high, upper) = knots[index - 1], knots[index]
+            slope = (upper.allocation_bytes - lower.allocation_bytes) / (high - low)
+            fixed = round(lower.allocation_bytes - slope * low)
+            source = f"line through the `full` baselines at {low} and {high} tokens"
         return [Term(f"model state ({source})", 1, fixed),
                 Term("tokens × full remat's bytes per token (layer inputs, temporaries)",
                      tokens, slope)]
@@ -243,8 +261,9 @@ class Predictor:
         scale = (tokens_per_device(config, batch_ways) * config.micro_batches
                  / (baseline_tokens(base) * base.transformer.micro_batches))
         moved = prediction.host_bytes
-        estimate = estimate_step(target.device, config.compute_dtype, prediction.flops,
-                                 base.hbm_bytes * scale, base.collective_bytes, moved, moved,
+        hbm = base.hbm_bytes * scale + OFFLOAD_HBM_PASSES * moved
+        estimate = estimate_step(target.device, config.compute_dtype, prediction.flops, hbm,
+                                 base.collective_bytes, moved, moved,
                                  num_slices=target.num_slices)
         return estimate.overlapped_seconds
 

@@ -78,3 +78,16 @@ def test_kept_names_lower_the_predicted_flops_by_the_recompute_they_save():
     full, qkv = predictor.predict("names:*=remat", 64), predictor.predict("names:qkv=device", 64)
     tokens = 64 * SEQ // DEVICES
     assert full.flops - qkv.flops == LAYERS * tokens * 2 * H * 3 * H
+
+
+def test_an_offloaded_name_costs_two_passes_of_hbm_over_keeping_it():
+    """Same FLOPs, same device-kept set: offloading mlp_hidden adds its host bytes read once
+    (to the host) and written once (back) at v5e's HBM bandwidth, 819 GB/s (memory-bound)."""
+    predictor = Predictor(BASELINES)
+    kept = predictor.predict("names:mlp_hidden=device", 64)
+    offloaded = predictor.predict("names:mlp_hidden=offload", 64)
+    assert kept.flops == offloaded.flops and kept.host_bytes == 0
+    host = LAYERS * (64 // DEVICES) * SEQ * F * BF16
+    assert offloaded.host_bytes == host
+    assert offloaded.step_seconds - kept.step_seconds == pytest.approx(2 * host / 819e9,
+                                                                       rel=1e-9)
