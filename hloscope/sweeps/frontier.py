@@ -10,16 +10,17 @@ whole `names:` space and confirmed by as few compiles as possible (no jax).
    to the host, then device bytes; offloaded bytes cost HBM time in the step estimate, so at
    equal FLOPs the device wins, then the fewest bytes offloaded); the winner is the first
    whose known bytes fit the capacity: compiled when compiled, else predicted plus the error
-   of the compiled candidate nearest to it (fewest names chosen differently), so one compile
-   that shows the predictor high or low moves its neighbours with it. Compile the winner
+   of the compiled candidate nearest to it (fewest names chosen differently) where that
+   compile showed the predictor low (`calibrated`). Compile the winner
    unless it was; a compile that does not fit re-ranks and the next round compiles the next
    winner. Once the winner is compiled and fits, one more compile at most: the faster
    candidate least above the capacity, if within the largest overestimate the predictor has
    made so far (predicted / compiled - 1 over every compile of the search): the one a
-   prediction too high would wrongly exclude. With nothing known to fit, compile `full`
-   (the least a policy keeps); if `full` does not fit either, the candidates nearest above
-   the capacity, one a round (keeping a name can lower XLA's allocation: XLA:CPU). After
-   MAX_ROUNDS the winner is the fastest compiled candidate that fits.
+   prediction too high would wrongly exclude; then the fastest compiled fit wins. With
+   nothing known to fit, compile `full` (the least a policy keeps); if `full` does not fit
+   either, the candidates nearest above the capacity, one a round (keeping a name can lower
+   XLA's allocation: XLA:CPU). After MAX_ROUNDS the winner is the fastest compiled candidate
+   that fits.
 3. Where nothing fits at a batch (or `full` does not fit at a smaller one), the larger batches
    cost no compile — the bound MaxText's estimator also takes (its full-remat batch
    bisection bounds every policy's). The second baseline is therefore `full` at the largest
@@ -55,6 +56,7 @@ class Candidate:
     folder: str | None = None
     calibrated_bytes: int = 0  # the search's figure: compiled, or predicted + a neighbour's error
     held_bytes: int | None = None  # the search's figure when it chose to compile it
+    compiled_step_s: float | None = None  # the compiled program's own roofline estimate
 
     @property
     def known_bytes(self) -> int:
@@ -73,6 +75,7 @@ class Candidate:
                 "prediction_error": None if not self.compiled_bytes
                 else p.device_bytes / self.compiled_bytes - 1,
                 "search_predicted_bytes": self.held_bytes,
+                "compiled_step_s": self.compiled_step_s,
                 "explain": p.explain(), "build_folder": self.folder}
 
 
@@ -137,8 +140,8 @@ def _subset(given: str | Sequence[str] | None, valid: tuple[str, ...],
 
 class FrontierSearch:
     """The search of the module docstring; `compile_batch(policies, batch)` compiles and
-    returns {policy: (allocation bytes or None on failure, build folder)} and the count of
-    compiles it made."""
+    returns {policy: (allocation bytes or None on failure, build folder[, the compiled
+    program's step estimate in seconds or None])} and the count of compiles it made."""
 
     def __init__(self, compile_batch: Callable[..., Any], baseline_of: Callable[[Path], Baseline],
                  base_policies: list[str], batches: tuple[int, ...], capacity: int,
@@ -151,6 +154,7 @@ class FrontierSearch:
         self.names = names
         self.compiles = 0
         self.baselines: list[Baseline] = []
+        self.steps: dict[tuple[str, int], float | None] = {}  # compiled step estimates
         self.overestimate = 0.0  # the largest predicted / compiled - 1 seen so far
         self._full_overflows: int | None = None  # the smallest batch `full` does not fit
 
@@ -184,7 +188,7 @@ class FrontierSearch:
 
     def _baseline_at(self, batch: int) -> Baseline | None:
         """Compile `full` at `batch`; every compiled `full` is a baseline of the predictor."""
-        size, folder = self._compile([BASELINE], batch)[BASELINE]
+        size, folder = self._compile([BASELINE], batch)[BASELINE][:2]
         if size is None or size > self.capacity:  # None: an OOM compile
             self._full_overflows = min(batch, self._full_overflows or batch)
         if size is None:
@@ -209,6 +213,8 @@ class FrontierSearch:
         for baseline in self.baselines:
             if baseline.config["batch"] == batch and full is not None:
                 full.compiled_bytes = baseline.allocation_bytes
+        for candidate in candidates.values():
+            candidate.compiled_step_s = self.steps.get((candidate.prediction.policy, batch))
         return candidates
 
     def _search(self, candidates: dict[str, Candidate], batch: int) -> Candidate | None:
@@ -232,15 +238,18 @@ class FrontierSearch:
             elif winner.compiled_bytes is None:
                 wanted = [winner]
             elif probed or not (wanted := self._probe(ranked, winner)):
-                return winner
+                return self._fastest_compiled_fit(candidates)
             else:
                 probed = True
             self._compile_candidates(wanted, batch)
             if full in wanted and full.compiled_ok:
                 candidates.update(self._baseline_from(full, candidates, batch))
-        return next((c for c in sorted(candidates.values(), key=_speed)
-                     if c.compiled_bytes is not None and c.compiled_ok
-                     and c.compiled_bytes <= self.capacity), None)
+        return self._fastest_compiled_fit(candidates)
+
+    def _fastest_compiled_fit(self, candidates: dict[str, Candidate]) -> Candidate | None:
+        fits = [c for c in candidates.values() if c.compiled_bytes is not None
+                and c.compiled_ok and c.compiled_bytes <= self.capacity]
+        return _settled(min(fits, key=_speed), fits) if fits else None
 
     def _baseline_from(self, full: Candidate, candidates: dict[str, Candidate],
                        batch: int) -> dict[str, Candidate]:
@@ -258,14 +267,18 @@ class FrontierSearch:
         winner (`full` compiled and over the capacity) the nearest above it, however far:
         keeping a name can lower XLA's allocation (XLA:CPU, tiny, mlp_hidden kept: -8%)."""
         reach = self.capacity * (1 + self.overestimate) if winner is not None else float("inf")
+        compiled = [c for c in ranked if c.compiled_bytes is not None and c.compiled_ok]
+        figures = {id(c): calibrated(c, compiled, lower=True) for c in ranked
+                   if c.compiled_bytes is None}
         faster = [c for c in ranked if (winner is None or _speed(c)[:3] < _speed(winner)[:3])
-                  and c.compiled_bytes is None and self.capacity < c.calibrated_bytes <= reach]
-        return sorted(faster, key=lambda c: c.calibrated_bytes)[:1]
+                  and c.compiled_bytes is None and self.capacity < figures[id(c)] <= reach]
+        return sorted(faster, key=lambda c: figures[id(c)])[:1]
 
     def _compile_candidates(self, wanted: list[Candidate], batch: int) -> None:
         built = self._compile([c.prediction.policy for c in wanted], batch)
         for candidate in wanted:
-            size, folder = built[candidate.prediction.policy]
+            size, folder = built[candidate.prediction.policy][:2]
+            candidate.compiled_step_s = self.steps.get((candidate.prediction.policy, batch))
             candidate.held_bytes = candidate.calibrated_bytes or candidate.prediction.device_bytes
             candidate.compiled_ok = size is not None
             candidate.compiled_bytes = size if size is not None else 0
@@ -274,17 +287,26 @@ class FrontierSearch:
                 self.overestimate = max(self.overestimate,
                                         candidate.prediction.device_bytes / size - 1)
 
-    def _compile(self, policies: list[str], batch: int) -> dict[str, tuple[int | None, str]]:
+    def _compile(self, policies: list[str], batch: int) -> dict[str, tuple]:
         built, count = self.compile_batch(policies, batch)
         self.compiles += count
+        for policy, figures in built.items():  # `full` is the candidate choosing remat for all
+            key = self._every_remat() if policy == BASELINE else policy
+            self.steps[key, batch] = figures[2] if len(figures) > 2 else None
         return built
 
 
-def calibrated(candidate: Candidate, compiled: list[Candidate]) -> int:
+def calibrated(candidate: Candidate, compiled: list[Candidate], lower: bool = False) -> int:
     """Compiled bytes when compiled; else the prediction plus the error (compiled - predicted)
     of the compiled candidate whose choices differ in the fewest names (the least error of
-    those at equal distance, so a tie never excludes a candidate); the prediction alone
-    before anything is compiled."""
+    those at equal distance), when that error is positive (or `lower`): a compile that shows
+    the predictor low raises its neighbours, one that shows it high does not lower them where
+    the search picks a winner, only where it picks the probe. libtpu fits a
+    program whose schedule would exceed the HBM into it by rescheduling and rematerializing
+    (llama-1b / v5e:2x2, seq 2048, per-device batch 6, mlp_gate and mlp_up kept: 19.0 GiB
+    predicted, 14.7 GiB compiled; the peak moves from the forward's logits to the backward and
+    XLA's remat clones appear), so a neighbour of such a program need not fit; the probe
+    (`FrontierSearch._probe`) looks for those."""
     if candidate.compiled_bytes is not None:
         return candidate.compiled_bytes
     predicted = candidate.prediction.device_bytes
@@ -298,7 +320,18 @@ def calibrated(candidate: Candidate, compiled: list[Candidate]) -> int:
     nearest = min(distance(c) for c in compiled)
     error = min(c.known_bytes - c.prediction.device_bytes for c in compiled
                 if distance(c) == nearest)
-    return predicted + error
+    return predicted + (error if lower else max(error, 0))
+
+
+def _settled(winner: Candidate, fits: list[Candidate]) -> Candidate:
+    """Among the compiled fits the step estimate ties with the winner (memory-bound programs
+    tie whatever they recompute), the fastest by the compiled programs' own roofline: libtpu
+    fits a program predicted over the HBM by recomputing (llama-1b / v5e:2x2 at per-device
+    batch 7: mlp_gate kept, 15.3 GiB compiled, 0.932 s against `full`'s 0.911 s), which the
+    prediction cannot see."""
+    tied = [c for c in fits if _speed(c)[0] == _speed(winner)[0]]
+    return min(tied, key=lambda c: (c.compiled_step_s if c.compiled_step_s is not None
+                                    else float("inf"), *_speed(c)[1:]))
 
 
 def _speed(candidate: Candidate) -> tuple[float, int, int, int]:

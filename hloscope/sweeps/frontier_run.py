@@ -63,7 +63,8 @@ def run_frontier(request: SweepRequest, capacity: int | None = None,
             grid=Grid(grid.seq_lens, (batch,)), search_batch=False, out_dir=out)
         result = run_sweep(sub)
         built = {o.case.variant.name: (o.figures.required_bytes if o.figures.status == "ok"
-                                       else None, o.folder) for o in result.outcomes}
+                                       else None, o.folder, _step_seconds(o.figures))
+                 for o in result.outcomes}
         return built, result.compiles + result.cache_hits
 
     space = policy_space(names, block, choices)
@@ -74,6 +75,10 @@ def run_frontier(request: SweepRequest, capacity: int | None = None,
         (Path(request.out_dir) / FRONTIER_FILE).write_text(
             json.dumps(result.to_dict(), indent=1) + "\n")
     return result
+
+
+def _step_seconds(figures) -> float | None:
+    return figures.step.overlapped_seconds if figures.step is not None else None
 
 
 def baseline_from_build(folder: Path) -> Baseline:

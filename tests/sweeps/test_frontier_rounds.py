@@ -125,3 +125,37 @@ def test_every_compiled_full_is_a_baseline_and_the_fit_is_piecewise():
     assert abs(predictor.predict("full", 192).device_bytes - between) <= 1
     beyond = 300_000_000 + (300_000_000 - 110_000_000) // 2  # the last segment extended
     assert abs(predictor.predict("full", 320).device_bytes - beyond) <= 1
+
+
+class TimedWorld(World):
+    """Also reports each compiled program's own step estimate: `full` at `full_s`, every
+    other program at 1 s."""
+
+    def __init__(self, full_s: float) -> None:
+        super().__init__(1.0)
+        self.full_s = full_s
+
+    def compile_batch(self, policies: list[str], batch: int):
+        built, count = super().compile_batch(policies, batch)
+        return {p: (*figures, self.full_s if p == "full" else 1.0)
+                for p, figures in built.items()}, count
+
+
+def test_a_tie_in_the_predicted_step_goes_to_the_faster_compiled_program():
+    """At the smallest batch every candidate fits and, memory-bound, every one without an
+    offloaded name has the same predicted step: the compiled programs' own estimates decide."""
+    batch = BATCHES[0]
+    winner = TRUTH.predict("names:qkv=device,mlp_hidden=device", batch)
+    assert winner.step_seconds == TRUTH.predict("full", batch).step_seconds  # memory-bound
+    capacity = capacity_between(World(1.0), BATCHES[-1])
+    slow_full = search_in(TimedWorld(2.0), capacity)
+    fast_full = search_in(TimedWorld(0.5), capacity)
+    assert slow_full.winners[batch] != "full"
+    assert fast_full.winners[batch] in ("full", "names:*=remat")
+    row = next(r for r in fast_full.rows if r["batch"] == batch and r["chosen"])
+    assert row["compiled_step_s"] == 0.5
+
+
+def search_in(world: World, capacity: int) -> object:
+    return FrontierSearch(world.compile_batch, world.baseline_of, SPACE, BATCHES, capacity,
+                          NAMES).run()
