@@ -11,12 +11,14 @@ whole `names:` space and confirmed by as few compiles as possible (no jax).
    equal FLOPs the device wins, then the fewest bytes offloaded); the winner is the first
    whose known bytes fit the capacity: compiled when compiled, else predicted plus the error
    of the compiled candidate nearest to it (fewest names chosen differently) where that
-   compile showed the predictor low (`calibrated`). Compile the winner
-   unless it was; a compile that does not fit re-ranks and the next round compiles the next
-   winner. Once the winner is compiled and fits, one more compile at most: the faster
-   candidate least above the capacity, if within the largest overestimate the predictor has
-   made so far (predicted / compiled - 1 over every compile of the search): the one a
-   prediction too high would wrongly exclude; then the fastest compiled fit wins. With
+   compile showed the predictor low (`calibrated`). Compile the winner unless it was; a
+   compile that does not fit re-ranks and the next round compiles the next winner. Once the
+   winner is compiled and fits, one more compile at most: the faster candidate least above the
+   capacity, if within the largest overestimate the predictor has made so far (predicted /
+   compiled - 1 over every compile of the search): the one a prediction too high would
+   wrongly exclude. Where the winner's step estimate ties with `full`'s (memory-bound
+   programs tie whatever they recompute), `full` is compiled too; then the fastest compiled
+   fit wins, ties going to the compiled programs' own roofline estimate (`_settled`). With
    nothing known to fit, compile `full` (the least a policy keeps); if `full` does not fit
    either, the candidates nearest above the capacity, one a round (keeping a name can lower
    XLA's allocation: XLA:CPU). After MAX_ROUNDS the winner is the fastest compiled candidate
@@ -237,10 +239,12 @@ class FrontierSearch:
                     return None
             elif winner.compiled_bytes is None:
                 wanted = [winner]
-            elif probed or not (wanted := self._probe(ranked, winner)):
-                return self._fastest_compiled_fit(candidates)
-            else:
+            elif not probed and (wanted := self._probe(ranked, winner)):
                 probed = True
+            elif full.compiled_bytes is None and _speed(full)[0] == _speed(winner)[0]:
+                wanted = [full]  # a tie in the step estimate: the compiled programs decide
+            else:
+                return self._fastest_compiled_fit(candidates)
             self._compile_candidates(wanted, batch)
             if full in wanted and full.compiled_ok:
                 candidates.update(self._baseline_from(full, candidates, batch))

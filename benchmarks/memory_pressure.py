@@ -1,0 +1,75 @@
+"""The same programs compiled for a chip with little HBM and for one with plenty: where libtpu
+fits a program into the HBM by itself, the predictor (which adds kept bytes to a compiled `full`)
+over-predicts the small chip's allocation but not the large one's.
+
+For each (policy, per-device batch) the program is compiled for --target (v5e:2x2, 15.75 GiB
+usable) and --roomy (v5p:2x2x1, 95.7 GiB: the same 4-device data-parallel mesh, the same XLA TPU
+compiler); each target's prediction comes from its own `full` compiled at that batch. Prints the
+allocations (XLA's memory-usage report) and each prediction's error.
+
+    python benchmarks/memory_pressure.py [--model llama-1b] [--seq 2048] [--out FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import hloscope
+from hloscope.analyses.predict.baseline import mesh_ways
+from hloscope.analyses.predict.model import Predictor
+from hloscope.spec.presets import preset_config
+from hloscope.sweeps.frontier_run import baseline_from_build
+from hloscope.sweeps.grid import Grid
+from hloscope.units import format_bytes
+from hloscope.workloads.cache import default_cache_dir
+
+PROGRAMS = (("names:mlp_gate=device,mlp_up=device", 3),
+            ("names:query_proj=device,attn_out=device", 6),
+            ("names:mlp_gate=device,mlp_up=device", 6))
+
+
+def compile_one(args: argparse.Namespace, target: str, policy: str, batch: int):
+    result = hloscope.sweep(model=args.model, policies=[policy], target=target,
+                            cache=default_cache_dir(), grid=Grid((args.seq,), (batch,)))
+    outcome = result.outcomes[0]
+    return outcome.figures.required_bytes, outcome.folder
+
+
+def main() -> int:
+    args = _arguments()
+    ways = mesh_ways(preset_config(args.model, seq_len=args.seq), args.target).batch
+    lines = [f"# python benchmarks/memory_pressure.py {' '.join(sys.argv[1:])}",
+             f"{args.model}, seq {args.seq}: {args.target} against {args.roomy}",
+             "policy  per-device batch  |  target: compiled / predicted (error)  |  "
+             "roomy: compiled / predicted (error)"]
+    for policy, pdb in PROGRAMS:
+        cells = []
+        for target in (args.target, args.roomy):
+            batch = pdb * ways
+            _, full_folder = compile_one(args, target, "full", batch)
+            predictor = Predictor((baseline_from_build(Path(full_folder)),))
+            compiled, _ = compile_one(args, target, policy, batch)
+            predicted = predictor.predict(policy, batch).device_bytes
+            cells.append(f"{format_bytes(compiled)} / {format_bytes(predicted)} "
+                         f"({predicted / compiled - 1:+.1%})")
+        lines.append(f"{policy}  {pdb}  |  {cells[0]}  |  {cells[1]}")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="llama-1b")
+    parser.add_argument("--seq", type=int, default=2048)
+    parser.add_argument("--target", default="tpu:v5e:2x2")
+    parser.add_argument("--roomy", default="tpu:v5p:2x2x1")
+    parser.add_argument("--out", type=Path, default=None)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
