@@ -7,7 +7,8 @@ usable) and --roomy (v5p:2x2x1, 95.7 GiB: the same 4-device data-parallel mesh, 
 compiler); each target's prediction comes from its own `full` compiled at that batch. Prints the
 allocations (XLA's memory-usage report) and each prediction's error.
 
-    python benchmarks/memory_pressure.py [--model llama-1b] [--seq 2048] [--out FILE]
+    python benchmarks/memory_pressure.py [--model llama-1b] [--seq 2048] [--target T]
+        [--roomy T] [--programs "names:query_proj=device@4;..."] [--out FILE]
 """
 from __future__ import annotations
 
@@ -25,8 +26,13 @@ from hloscope.units import format_bytes
 from hloscope.workloads.cache import default_cache_dir
 
 PROGRAMS = (("names:mlp_gate=device,mlp_up=device", 3),
+            ("names:query_proj=device,mlp_gate=device,mlp_up=device", 4),
             ("names:query_proj=device,attn_out=device", 6),
-            ("names:mlp_gate=device,mlp_up=device", 6))
+            ("names:mlp_gate=device", 6),
+            ("names:mlp_gate=device,mlp_up=device", 6),
+            ("names:query_proj=device", 7),
+            ("names:mlp_gate=device", 7))
+"""Device-kept candidates the llama-1b frontier benchmark compiled on v5e (its largest errors)."""
 
 
 def compile_one(args: argparse.Namespace, target: str, policy: str, batch: int):
@@ -43,7 +49,9 @@ def main() -> int:
              f"{args.model}, seq {args.seq}: {args.target} against {args.roomy}",
              "policy  per-device batch  |  target: compiled / predicted (error)  |  "
              "roomy: compiled / predicted (error)"]
-    for policy, pdb in PROGRAMS:
+    programs = PROGRAMS if not args.programs else tuple(
+        (item.rsplit("@", 1)[0], int(item.rsplit("@", 1)[1])) for item in args.programs.split(";"))
+    for policy, pdb in programs:
         cells = []
         for target in (args.target, args.roomy):
             batch = pdb * ways
@@ -67,6 +75,8 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--target", default="tpu:v5e:2x2")
     parser.add_argument("--roomy", default="tpu:v5p:2x2x1")
+    parser.add_argument("--programs", default=None,
+                        help="POLICY@PER_DEVICE_BATCH;... (default: PROGRAMS)")
     parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args()
 

@@ -7,10 +7,10 @@ allocation at the larger batch), so that some candidates fit and some do not.
 
 Measured (XLA:CPU): keeping mlp_hidden *lowers* XLA:CPU's allocation (batch 8: 25,449,972 B
 against `full`'s 27,545,076 B; offload equals device on CPU) while the predictor adds the kept
-bytes, so every candidate is predicted over the capacity at batch 8. The search calibrates each
-uncompiled candidate by the error of its nearest compiled neighbour and keeps compiling the
-faster candidates next to the boundary: 6 compiles (2 baselines) for 18 candidates, and the
-same winners as compiling everything. Slow: the 18 exhaustive compiles and the
+bytes, so every candidate is predicted over the capacity at batch 8, where `full` does not fit
+either. There the search compiles the candidates nearest above the capacity, one a round: 6
+compiles (the 2 `full` baselines, the winner at batch 4, 3 at batch 8) for 18 candidates, and
+the same winners as compiling everything. Slow: the 18 exhaustive compiles and the
 search's take ~60 s."""
 from __future__ import annotations
 
