@@ -209,8 +209,8 @@ class FrontierSearch:
         candidates = {p: Candidate(predictor.predict(p, batch)) for p in self.policies}
         for policy, done in compiled.items():
             mine = candidates[policy]
-            mine.compiled_bytes, mine.compiled_ok, mine.folder = \
-                done.compiled_bytes, done.compiled_ok, done.folder
+            mine.compiled_bytes, mine.compiled_ok, mine.folder, mine.held_bytes = \
+                done.compiled_bytes, done.compiled_ok, done.folder, done.held_bytes
         full = candidates.get(self._every_remat())
         for baseline in self.baselines:
             if baseline.config["batch"] == batch and full is not None:

@@ -164,3 +164,14 @@ def test_a_tie_in_the_predicted_step_goes_to_the_faster_compiled_program():
 def search_in(world: World, capacity: int) -> object:
     return FrontierSearch(world.compile_batch, world.baseline_of, SPACE, BATCHES, capacity,
                           NAMES).run()
+
+
+def test_rows_keep_the_figure_the_search_held_when_it_compiled_them():
+    """Recompiling `full` at a batch re-predicts it; the rows compiled before keep the figure
+    the search chose them by."""
+    world = World(1.06)
+    result = search(world, capacity_between(world, 192))
+    compiled = [r for r in result.rows if r["status"] == "compiled" and r["policy"] not in FULL]
+    assert ("names:*=remat", 128) in world.compiled  # compiled in a round: a new baseline
+    assert any(r["batch"] == 128 for r in compiled)
+    assert all(r["search_predicted_bytes"] is not None for r in compiled)
