@@ -51,17 +51,21 @@ def main() -> int:
              "roomy: compiled / predicted (error)"]
     programs = PROGRAMS if not args.programs else tuple(
         (item.rsplit("@", 1)[0], int(item.rsplit("@", 1)[1])) for item in args.programs.split(";"))
+    fulls: dict[int, list[str]] = {}
     for policy, pdb in programs:
         cells = []
         for target in (args.target, args.roomy):
             batch = pdb * ways
-            _, full_folder = compile_one(args, target, "full", batch)
+            full_bytes, full_folder = compile_one(args, target, "full", batch)
+            fulls.setdefault(pdb, []).append(format_bytes(full_bytes))
             predictor = Predictor((baseline_from_build(Path(full_folder)),))
             compiled, _ = compile_one(args, target, policy, batch)
             predicted = predictor.predict(policy, batch).device_bytes
             cells.append(f"{format_bytes(compiled)} / {format_bytes(predicted)} "
                          f"({predicted / compiled - 1:+.1%})")
         lines.append(f"{policy}  {pdb}  |  {cells[0]}  |  {cells[1]}")
+    lines += ["", f"full (the baseline) per-device batch: {args.target} / {args.roomy}"]
+    lines += [f"  {pdb}: {' / '.join(sizes[:2])}" for pdb, sizes in sorted(fulls.items())]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
