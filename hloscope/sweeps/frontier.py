@@ -223,7 +223,8 @@ class FrontierSearch:
         """Rounds of: the fastest candidate whose known bytes fit is the winner; compile it
         unless it was; where nothing is known to fit, compile `full` (the least any policy
         keeps); once per batch, also the one faster candidate within the predictor's largest
-        overestimate above the capacity."""
+        overestimate above the capacity; and `full` where its step estimate ties with the
+        winner's (module docstring, 2.)."""
         probed = False
         for _ in range(MAX_ROUNDS):
             ranked = sorted(candidates.values(), key=_speed)
