@@ -206,6 +206,7 @@ def main() -> int:
               f"{time.perf_counter() - started:.0f} s",
               "  answer (per-device batch: policy):"]
     lines += [f"    {pdb}: {_short(encode_named(p, block))}" for pdb, p in answer]
+    lines.append(_range_check(compiler, block, args.max_batch, capacity))
 
     started = time.perf_counter()
     asked = sorted({pdb for pdb, _ in answer}) if args.frontier_batches == "answer" \
@@ -273,6 +274,18 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0
+
+
+def _range_check(compiler: Compiler, block: tuple[str, ...], max_batch: int,
+                 capacity: int) -> str:
+    """Whether the range reaches where `full` stops fitting: `full` one past its top (a
+    compile outside MaxText's count)."""
+    full = encode_named({}, block)
+    beyond = Compiler(compiler.args, compiler.data_ways).build(full, max_batch + 1)
+    verdict = "fits: the range stops short of" if beyond.fits(capacity) else \
+        "does not fit: the range reaches"
+    return (f"  full at per-device batch {max_batch + 1}: {_bytes(beyond.required_bytes)}, "
+            f"{verdict} where full remat stops fitting")
 
 
 def _compare(answer: list, result: Any, predictor: Predictor, compiler: Compiler,
