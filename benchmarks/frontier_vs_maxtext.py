@@ -24,7 +24,8 @@ Checks the issue's acceptance (printed as PASS/FAIL lines):
     and the compiled programs' own roofline estimate for both);
 (b) every compiled candidate's allocation within 5% of its prediction: the frontier's compiled
     rows (its `full` baselines, the predictor's inputs, left out) and --random candidates
-    drawn (seeded) from those it did not compile, each compiled now;
+    drawn (seeded) from those it did not compile, each compiled now, drawn until that many
+    fit (out-of-memory draws are listed, not compared; at most 3 x as many drawn);
 (c) with --exhaustive: every candidate of the names × choices × batches grid compiled, and the
     frontier equal to the exhaustive one (per batch, the fastest by the predictor's step estimate
     among those whose compiled allocation fits).
@@ -331,11 +332,14 @@ def _prediction_errors(args: argparse.Namespace, result: Any, predictor: Predict
                                row["search_predicted_bytes"] / row["compiled_bytes"] - 1))
     space = [(b, p) for b in batches for p in policy_space(names, block)
              if (b, p) not in compiled]
-    drawn = random.Random(args.seed).sample(space, min(args.random, len(space)))
-    for batch, policy in drawn:
+    compared = 0
+    for batch, policy in _draws(space, args.random, args.seed):
+        if compared == args.random:
+            break
         built = compiler.build(policy, batch // data_ways)
         prediction: Prediction = predictor.predict(policy, batch)
         if built.ok and built.required_bytes:
+            compared += 1
             errors.append(("random", f"{batch // data_ways}:{policy}",
                            prediction.device_bytes / built.required_bytes - 1))
             neighbours = [Candidate(predictor.predict(r["policy"], batch), r["compiled_bytes"])
@@ -353,6 +357,14 @@ def _prediction_errors(args: argparse.Namespace, result: Any, predictor: Predict
         lines.append(f"    {kind:18s} pdb {pdb:>3s} {_short(policy):55s} {error:+.2%}"
                      + ("  (predicted over the capacity)" if over else ""))
     return errors, lines
+
+
+def _draws(space: list, count: int, seed: int) -> list:
+    """`count` seeded draws, then up to 2 x `count` more (another seed) to take the place of
+    those that turn out not to fit: the caller compiles in this order until `count` fit."""
+    first = random.Random(seed).sample(space, min(count, len(space)))
+    rest = [item for item in space if item not in set(first)]
+    return first + random.Random(seed + 1).sample(rest, min(2 * count, len(rest)))
 
 
 def _exhaustive(args: argparse.Namespace, capacity: int, data_ways: int
@@ -402,7 +414,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--frontier-batches", choices=("answer", "range"), default="answer",
                         help="the frontier's batches: those MaxText's answer names (default) "
                         "or every one of 1..--max-batch")
-    parser.add_argument("--random", type=int, default=8)
+    parser.add_argument("--random", type=int, default=8,
+                        help="compare this many random candidates that compile and fit "
+                             "(at most 3 x as many drawn)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exhaustive", default=None, help="NAMES:PDB,PDB,... e.g. "
                         "attn_out,mlp_gate,mlp_up:1,2,3")
