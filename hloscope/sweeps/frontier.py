@@ -169,7 +169,7 @@ class FrontierSearch:
             candidates = self._predicted(batch, {})
             winner = self._search(candidates, batch)
             if winner is None:
-                self._full_overflows = min(batch, self._full_overflows or batch)
+                self._overflows_at(batch)
             rows += [c.row(self.capacity, c is winner) for c in candidates.values()
                      if c.compiled_bytes is not None or c is winner]
         return FrontierResult(self.capacity, self.batches, self.names, rows, self.compiles,
@@ -191,13 +191,22 @@ class FrontierSearch:
     def _baseline_at(self, batch: int) -> Baseline | None:
         """Compile `full` at `batch`; every compiled `full` is a baseline of the predictor."""
         size, folder = self._compile([BASELINE], batch)[BASELINE][:2]
-        if size is None or size > self.capacity:  # None: an OOM compile
-            self._full_overflows = min(batch, self._full_overflows or batch)
+        return self._add_baseline(size, folder, batch)
+
+    def _add_baseline(self, size: int | None, folder: str | None,
+                      batch: int) -> Baseline | None:
+        """`full` compiled at `batch` (size None: out of memory) as a baseline; where it does not
+        fit, the larger batches are not searched."""
+        if size is None or size > self.capacity:
+            self._overflows_at(batch)
         if size is None:
             return None
-        baseline = self.baseline_of(Path(folder))
+        baseline = self.baseline_of(Path(folder or ""))
         self.baselines.append(baseline)
         return baseline
+
+    def _overflows_at(self, batch: int) -> None:
+        self._full_overflows = min(batch, self._full_overflows or batch)
 
     def _every_remat(self) -> str:
         return encode_named(dict.fromkeys(self.names, "remat"), self.names)
@@ -235,12 +244,13 @@ class FrontierSearch:
                            and c.calibrated_bytes <= self.capacity), None)
             full = candidates[self._every_remat()]
             if winner is None:  # `full` first; if it does not fit, the nearest above it
-                wanted = [full] if full.compiled_bytes is None else self._probe(ranked, None)
+                wanted = [full] if full.compiled_bytes is None else \
+                    self._probe(ranked, compiled, None)
                 if not wanted:
                     return None
             elif winner.compiled_bytes is None:
                 wanted = [winner]
-            elif not probed and (wanted := self._probe(ranked, winner)):
+            elif not probed and (wanted := self._probe(ranked, compiled, winner)):
                 probed = True
             elif full.compiled_bytes is None and _speed(full)[0] == _speed(winner)[0]:
                 wanted = [full]  # a tie in the step estimate: the compiled programs decide
@@ -259,20 +269,18 @@ class FrontierSearch:
     def _baseline_from(self, full: Candidate, candidates: dict[str, Candidate],
                        batch: int) -> dict[str, Candidate]:
         """`full` compiled in a round is a baseline too: predict this batch again with it."""
-        self.baselines.append(self.baseline_of(Path(full.folder or "")))
-        if full.compiled_bytes is not None and full.compiled_bytes > self.capacity:
-            self._full_overflows = min(batch, self._full_overflows or batch)
+        self._add_baseline(full.compiled_bytes, full.folder, batch)
         done = {p: c for p, c in candidates.items() if c.compiled_bytes is not None}
         return self._predicted(batch, done)
 
-    def _probe(self, ranked: list[Candidate], winner: Candidate | None) -> list[Candidate]:
+    def _probe(self, ranked: list[Candidate], compiled: list[Candidate],
+               winner: Candidate | None) -> list[Candidate]:
         """The uncompiled candidate strictly faster than the winner (by time, FLOPs and host
         bytes) whose bytes are least above the capacity, if within the predictor's largest
         overestimate so far: the one a prediction too high would wrongly exclude. Without a
         winner (`full` compiled and over the capacity) the nearest above it, however far:
         keeping a name can lower XLA's allocation (XLA:CPU, tiny, mlp_hidden kept: -8%)."""
         reach = self.capacity * (1 + self.overestimate) if winner is not None else float("inf")
-        compiled = [c for c in ranked if c.compiled_bytes is not None and c.compiled_ok]
         figures = {id(c): calibrated(c, compiled, lower=True) for c in ranked
                    if c.compiled_bytes is None}
         faster = [c for c in ranked if (winner is None or _speed(c)[:3] < _speed(winner)[:3])
