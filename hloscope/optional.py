@@ -36,17 +36,18 @@ def require(module_name: str, extra: str, purpose: str | None = None) -> ModuleT
 COMPILER_MODULES: dict[str, tuple[str, ...]] = {
     "cpu": ("jax", "jaxlib"),
     "tpu": ("jax", "jaxlib", "libtpu"),
-    "gpu": ("jax", "jaxlib", "jax_cuda12_plugin"),
+    "gpu": ("jax", "jaxlib", "jax_cuda12_plugin|jax_cuda13_plugin"),
 }
-"""What a compile for each backend imports (pyproject.toml's extras bring them)."""
+"""What a compile for each backend imports (pyproject.toml's extras bring them); `a|b`: either
+(the `gpu` extra brings CUDA 12's plugin; a GPU machine's own jax may carry CUDA 13's)."""
 COMPILER_EXTRAS = {"cpu": "jax", "tpu": "tpu", "gpu": "gpu"}
 """The extra that brings them: `hloscope[tpu]` is jax[tpu] (jax, jaxlib, libtpu)."""
 
 
 def missing_compiler_modules(backend: str) -> list[str]:
     """The modules a compile for `backend` needs that are not installed (none imported)."""
-    return [name for name in COMPILER_MODULES.get(backend, COMPILER_MODULES["cpu"])
-            if not available(name)]
+    return [names.split("|")[0] for names in COMPILER_MODULES.get(backend, COMPILER_MODULES["cpu"])
+            if not any(available(name) for name in names.split("|"))]
 
 
 def require_compiler(backend: str, purpose: str) -> None:

@@ -6,7 +6,10 @@ event offset, which is also the trace JSON's `ts`), so events of one trace compa
 
 An `OpEvent` is one execution of one HLO instruction as the profiler recorded it: on CPU a
 thunk on some thread (a `while` event encloses the events of its body), on TPU/GPU an event
-on the device plane's "XLA Ops" line (a fusion can be several kernels, i.e. several events).
+on the device plane's "XLA Ops" line (a fusion can be several kernels, i.e. several events),
+or on a raw GPU trace one kernel, memcpy or memset of a CUDA stream line. A kernel that ran
+inside a CUDA graph (an XLA command buffer) names its command buffer in `command_buffer`: its
+`name` is then the kernel's, which a library kernel (cuBLAS) shares with no instruction.
 `program_id` is XLA's module id (the dump file's NNNN); the trace JSON does not carry it (None).
 `run_id` names one execution of a program: the events of one step share it.
 """
@@ -29,6 +32,7 @@ class OpEvent:
     duration_ps: int
     plane: str
     line: str
+    command_buffer: str = ""
 
     @property
     def end_ps(self) -> int:

@@ -104,7 +104,9 @@ class BufferAllocation(_Data):
 
     `parameter_number`/`parameter_shape_index` are set for entry-computation parameters;
     `output_shape` for the allocation of the entry root (`output shape is |...|`). `is_tuple` and
-    `parameter_aliased_with_output` exist only in protos (None from text). `other_flags` keeps
+    `parameter_aliased_with_output` exist only in protos (None from text). `page` is the
+    `page N` jax 0.11's buffer assignments write after the size (0 on every allocation of an H100
+    dump, fixtures/gpu-h100-jax011; None before); no figure uses it. `other_flags` keeps
     flags of the header this reader does not know, verbatim; `line` is where the text put it."""
 
     _derived: ClassVar[tuple[str, ...]] = ("category", "is_entry_computation_parameter",
@@ -125,6 +127,7 @@ class BufferAllocation(_Data):
     parameter_aliased_with_output: bool | None = None
     values: tuple[AssignedValue, ...] = ()
     other_flags: tuple[str, ...] = ()
+    page: int | None = None
     line: int | None = None
 
     @property

@@ -43,6 +43,7 @@ from hloscope.model.scan import (
 from hloscope.model.shape_text import TextSyntaxError, parse_shape
 from hloscope.parsers.instructions import InstructionReader, async_shorthand
 from hloscope.parsers.statement import blank, body_brace
+from hloscope.parsers.tuple_index import materialize_tuple_indices
 
 _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _ARRAY_SHAPE = r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?"
@@ -491,6 +492,8 @@ class TextParser:
             module.entry_name = next(reversed(module.computations))
             _check_unmarked_entry(module, self.line_number)
         module.byte_size = self.module_bytes
+        for computation in module.computations.values():
+            materialize_tuple_indices(computation)
         self.modules.append(module)
 
     # --- errors ----------------------------------------------------------------------------

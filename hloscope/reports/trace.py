@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from hloscope.analyses.trace.analysis import OpRow, TraceResult
+from hloscope.analyses.trace.join import IN_COMMAND_BUFFERS
 from hloscope.reports.paths import with_relative_sources
 from hloscope.reports.report import Column, Quantity, Report, Table
 
@@ -32,6 +33,7 @@ def _summary(result: TraceResult) -> list:
         ("step times ms", steps or "n/a"),
         ("op time / wall time", Quantity(result.op_time_us / result.wall_us
                                          if result.wall_us else None, "ratio")),
+        ("op time joined to the HLO", Quantity(1 - result.unmatched_share, "percent")),
         ("remat time share", Quantity(result.remat_time_share, "percent")),
         ("FLOPs per step", Quantity(result.flops_per_step, "flops")),
         ("recomputed FLOPs per step", Quantity(result.recompute_flops_per_step, "flops")),
@@ -99,10 +101,26 @@ def _programs(result: TraceResult) -> Table:
     columns = [Column("module", "module"), Column("program_id", "program id", "int"),
                Column("events", "op events", "int"), Column("self_us", "self µs", "int"),
                Column("joined", "analysed")]
-    rows = [{"module": p.module, "program_id": p.program_id, "events": p.events,
+    rows = [{"module": p.module or "(none)", "program_id": p.program_id, "events": p.events,
              "self_us": round(p.self_us), "joined": "yes" if p.joined else "no"}
             for p in result.programs]
     return Table("programs", "Programs in the trace", columns, rows)
+
+
+_NAME_THEM = {IN_COMMAND_BUFFERS: "; profile with XLA_FLAGS=--xla_gpu_enable_command_buffer= "
+                                   "to name them"}
+
+
+def _unmatched_notes(result: TraceResult) -> list[str]:
+    """What share of the program's op time joined no instruction, and why."""
+    total_us = result.op_time_us + result.unmatched_us
+    notes = [f"warning: {us / total_us:.1%} of op time ({us:,.0f} µs) in {reason} could not "
+             f"be joined to an instruction{_NAME_THEM.get(reason, '')}"
+             for reason, us in result.unmatched_by_reason.items() if total_us]
+    if notes:
+        notes.append("a phase's achieved FLOP/s counts all its FLOPs over its joined time only, "
+                     "so it is too high where the time of its instructions was not joined")
+    return notes
 
 
 def _notes(result: TraceResult, by: str) -> list[str]:
@@ -113,9 +131,7 @@ def _notes(result: TraceResult, by: str) -> list[str]:
                  "rematted_computation, XLA's .remat clones) over all op self time")
     notes.append("FLOPs are static (hloscope flops, loops times trip counts); an op's time is "
                  "split among its fused instructions like its FLOPs")
-    if result.unmatched_events:
-        notes.append(f"warning: {result.unmatched_events} events of this program name no "
-                     "instruction of the HLO given")
+    notes += _unmatched_notes(result)
     if result.count_mismatches:
         shown = "; ".join(result.count_mismatches[:5])
         notes.append(f"warning: {len(result.count_mismatches)} instructions ran a number of "

@@ -21,6 +21,7 @@ from hloscope.optional import compiler_message, require_compiler
 
 MISSING_KEY = "missing_dependency"
 COMPILE_STACK = frozenset({"jax", "jaxlib", "libtpu", "jax_cuda12_plugin", "jax_cuda12_pjrt",
+                           "jax_cuda13_plugin", "jax_cuda13_pjrt",
                            "jax_plugins", "ml_dtypes", "opt_einsum", "scipy", "cloudpickle"})
 """Top-level modules that come with the jax, tpu and gpu extras."""
 

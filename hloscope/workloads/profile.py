@@ -40,6 +40,12 @@ class ProfileFailed(HloscopeError):
     """The profiling child process failed (the message carries its log's tail)."""
 
 
+JAX_PLATFORM_NAMES = {"gpu": "cuda"}
+"""JAX_PLATFORMS for `--platform`: jax 0.11 reads `gpu` as CUDA *and* ROCm and fails where
+either plugin is missing ("Backend 'rocm' is not in the list of known backends", seen on an H100
+machine); the gpu extra is CUDA's."""
+
+
 @dataclass(frozen=True)
 class ProfileSpec:
     model: str
@@ -61,7 +67,8 @@ def run_profile(spec: ProfileSpec, folder: Path, force: bool = False,
         request_path.write_text(json.dumps(request))
         command = [sys.executable, "-m", "hloscope.workloads.profile_job", str(request_path),
                    str(result_path)]
-        environment = {**child_environment(parse_target("cpu")), "JAX_PLATFORMS": spec.platform}
+        environment = {**child_environment(parse_target("cpu")),
+                       "JAX_PLATFORMS": JAX_PLATFORM_NAMES.get(spec.platform, spec.platform)}
         code = run_child(command, environment, folder / LOG_FILE, timeout)
         raise_if_missing(code, result_path)
         if code != 0 or not result_path.exists():

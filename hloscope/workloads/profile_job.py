@@ -12,6 +12,7 @@ the functions, after `missing.guarded` has checked that it is installed.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -68,10 +69,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     from hloscope.workloads.transformer import train_step_fn
 
     config = TransformerConfig.from_dict(request["config"])
-    state, batch = jax.device_put(host_state(config))
+    host = host_state(config)
     step = jax.jit(train_step_fn(config), donate_argnums=(0,))
     options = {"xla_dump_to": request["dump_dir"], "xla_dump_hlo_as_text": True}
-    compiled = step.lower(state, batch).compile(compiler_options=options)
+    compiled = step.lower(*host).compile(compiler_options=options)
+    compile_peak = _allocator_peak()
+    state, batch = jax.device_put(host)
     state, metrics = compiled(state, batch)
     jax.block_until_ready(state)
     seconds, losses = [], []
@@ -84,7 +87,32 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             seconds.append(time.perf_counter() - started)
             losses.append(float(metrics["loss"]))
     return {"step_seconds": seconds, "losses": losses, "backend": jax.default_backend(),
-            "device_kind": jax.devices()[0].device_kind}
+            "device_kind": jax.devices()[0].device_kind,
+            "device_memory": device_memory(compiled, compile_peak)}
+
+
+def device_memory(compiled: Any, compile_peak: int | None) -> dict[str, Any]:
+    """`memory_analysis` (compiler.MemoryFigures' keys), `allocator` (memory_stats()'s integer
+    counters after the steps) and `compile_peak_bytes` (the allocator's peak after compiling and
+    before the state was put on the device: the autotuner's scratch, which the run's peak would
+    hide only if larger), each None where the backend gives none."""
+    import jax
+
+    from hloscope.workloads.compiler import memory_figures
+
+    figures = memory_figures(compiled.memory_analysis())
+    stats = jax.devices()[0].memory_stats()
+    allocator = None if not stats else {key: int(value) for key, value in stats.items()
+                                        if isinstance(value, int)}
+    return {"memory_analysis": None if figures is None else dataclasses.asdict(figures),
+            "allocator": allocator, "compile_peak_bytes": compile_peak}
+
+
+def _allocator_peak() -> int | None:
+    import jax
+
+    stats = jax.devices()[0].memory_stats()
+    return int(stats["peak_bytes_in_use"]) if stats and "peak_bytes_in_use" in stats else None
 
 
 def _numpy_dtype(name: str) -> Any:

@@ -12,6 +12,7 @@ from conftest import FIXTURES
 from hloscope.analyses.memory.analysis import memory
 from hloscope.cli.main import cli
 from hloscope.parsers.hlo_file import load_file
+from hloscope.spec.config import TransformerConfig, param_count
 
 FOLDER = FIXTURES / "cpu-trace" / "full-scan"
 HLO = next((FOLDER / "hlo").glob("*.txt.gz"))
@@ -68,4 +69,20 @@ def test_profile_runs_the_tiny_model_and_reports_its_trace(tmp_path: Path) -> No
     assert data["steps"] == 1 and data["unmatched_events"] == 0
     assert data["remat_time_share"] == 0.0  # nothing is recomputed without remat
     assert data["count_mismatches"] == []
-    assert json.loads((folder / "profile.json").read_text())["steps"] == 1
+    manifest = json.loads((folder / "profile.json").read_text())
+    assert manifest["steps"] == 1
+    _assert_state_and_batch_are_the_arguments(manifest)
+
+
+def _assert_state_and_batch_are_the_arguments(manifest: dict) -> None:
+    """XLA's argument bytes of the profiled step: the train state (bf16 parameters, an fp32
+    master copy and two fp32 moments, 14 B a parameter, and the int32 step counter) and the
+    batch's int32 tokens and targets; the state is donated, so all of it but the batch aliases
+    an output. The CPU allocator keeps no counters (memory_stats() is None)."""
+    config = TransformerConfig.from_dict(manifest["config"])
+    assert config.param_dtype == "bfloat16"
+    state = param_count(config) * (2 + 4 + 8) + 4
+    figures = manifest["device_memory"]["memory_analysis"]
+    assert figures["argument_bytes"] == state + 2 * 4 * config.batch * config.seq_len
+    assert figures["alias_bytes"] == state
+    assert manifest["device_memory"]["allocator"] is None

@@ -32,15 +32,15 @@ def _embedded_file(data: mmap.mmap, name: str) -> bytes:
     assert start >= 0, f"{name} is not embedded in jaxlib"
     position = start
     while True:  # walk wire-format fields until one cannot be a FileDescriptorProto field
-        key, after = _varint(data, position)
+        key, after = varint(data, position)
         number, kind = key >> 3, key & 7
         if not 1 <= number <= 20 or kind not in (0, 2):
             return bytes(data[start:position])
-        length, after = _varint(data, after)
+        length, after = varint(data, after)
         position = after + (length if kind == 2 else 0)
 
 
-def _varint(data: mmap.mmap, position: int) -> tuple[int, int]:
+def varint(data: bytes | mmap.mmap, position: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         byte = data[position]

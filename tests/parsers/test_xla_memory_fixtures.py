@@ -193,12 +193,15 @@ def test_dump_peak_is_the_live_sum_at_its_moment(folder: Path) -> None:
     """Without tile padding, assigned sizes are the dump's logical sizes: at the dump's peak the
     live values sum to its figure. But XLA picks that moment with each value's *instruction*
     shape (a while loop's whole tuple for each element), so with loops it is not the largest sum:
-    the scan fixture peaks 520 192 bytes higher one position earlier."""
+    the scan fixture peaks 520 192 bytes higher one position earlier, and jax 0.11's H100
+    program (multi-output fusions) 395 772 bytes higher (16 926 988 against 16 531 216)."""
     assignment, live_range = load(folder)
     sums = _live_sums(assignment, live_range)
     assert sums[live_range.peak_time] == live_range.peak_bytes
     if "scan" in folder.name:
         assert max(sums) > live_range.peak_bytes
         assert sums.index(max(sums)) == live_range.peak_time - 1
+    elif folder.parent.name == "gpu-h100-jax011":
+        assert max(sums) - live_range.peak_bytes == 395_772
     else:
         assert max(sums) == live_range.peak_bytes

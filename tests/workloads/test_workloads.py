@@ -240,6 +240,10 @@ def test_fixture_meta_describes_its_folder(meta_path: Path) -> None:
         meta["files"])
     memory = meta["memory"]
     assert min(memory["argument_bytes"], memory["output_bytes"], memory["temp_bytes"]) > 0
+    if "made_by" in meta:  # run on a lent device (hloscope profile), not compiled deviceless
+        assert meta["target_name"] == meta_path.parent.parent.name and parse_target(meta["target"])
+        assert meta["allocator"]["peak_bytes_in_use"] > 0
+        return
     assert meta["compile_seconds"] > 0 and parse_target(meta["target"]).name == meta[
         "target_name"]
 

@@ -5,8 +5,11 @@ analysis follows one program, the main one: `module` names it (module name or pr
 else the one with the most op time. Every figure is over the events of that program:
 
 - `step_times_us`: wall time of each run (one execution of the program: one step);
-- `op_time_us`: summed self time of its op events (`trace_join`), which exceeds the wall time
-  when ops run on several threads at once;
+- `op_time_us`: summed self time of its op events joined to an instruction (`trace_join`),
+  which exceeds the wall time when ops run on several threads at once;
+- `unmatched_us`: the time of its events that join no instruction (a raw GPU trace's library
+  kernels inside CUDA graphs), by reason in `unmatched_by_reason`, and `unmatched_share` of
+  all its op time; a run's wall time spans these events too;
 - breakdowns by op, phase, scope and layer (`trace_time`: each op's time split like its FLOPs);
 - `remat_time_share`: the fraction of op self time spent in recomputed work (JAX's
   `rematted_computation` ops and XLA's `.remat` clones);
@@ -25,7 +28,13 @@ from hloscope.analyses.cost import CostAnalysis, CostOptions
 from hloscope.analyses.cost.attribution import charges
 from hloscope.analyses.cost.flops import DEFAULT_SCOPE_DEPTH, common_scope_prefix, flops
 from hloscope.analyses.cost.remat import remat
-from hloscope.analyses.trace.join import Join, JoinedEvent, executions_per_run, join_events
+from hloscope.analyses.trace.join import (
+    Join,
+    JoinedEvent,
+    executions_per_run,
+    join_events,
+    unjoined_reason,
+)
 from hloscope.analyses.trace.timing import (
     event_labels,
     group_runs,
@@ -100,6 +109,9 @@ class TraceResult(Rendered):
     by_layer: list[TimeRow]
     programs: list[ProgramRow]
     unmatched_events: int
+    unmatched_us: float = 0.0
+    unmatched_share: float = 0.0  # of the program's op time, unmatched events included
+    unmatched_by_reason: dict[str, float] = field(default_factory=dict)  # reason -> µs
     count_mismatches: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     scope_prefix: str = ""
@@ -124,6 +136,7 @@ def analyze_trace(trace: Trace, index: ProgramIndex, device: Device | None = Non
     joined = join_events(trace.events, index)
     program = _main_program(joined, index, module)
     mine = [j for j in joined.matched if j.program is program]
+    unjoined = [j for j in joined.unmatched if _is_program(j, program)]
     analysis = CostAnalysis(program.module, CostOptions())
     all_charges = charges(analysis)
     costed = [c for c in all_charges if c.cost.flops or c.cost.bytes_accessed
@@ -131,7 +144,7 @@ def analyze_trace(trace: Trace, index: ProgramIndex, device: Device | None = Non
     prefix = common_scope_prefix(costed)
     shares = instruction_shares(all_charges, scope_depth, prefix)
     times, recomputed = split_time(mine, shares, scope_depth, prefix)
-    runs = group_runs(mine, trace.steps)
+    runs = group_runs(mine + unjoined, trace.steps)
     static = flops(analysis, scope_depth, charged=costed)
     rematted = remat(analysis, charged=costed, scope_depth=scope_depth)
     op_ps = sum(j.self_ps for j in mine)
@@ -151,7 +164,7 @@ def analyze_trace(trace: Trace, index: ProgramIndex, device: Device | None = Non
         by_scope=_time_rows(times["scope"], op_ps),
         by_layer=_time_rows(times["layer"], op_ps),
         programs=_program_rows(joined, program),
-        unmatched_events=sum(1 for j in joined.unmatched if _is_program(j, program)),
+        **_unmatched(unjoined, op_ps),
         count_mismatches=_count_mismatches(mine, executions_per_run(analysis), len(runs)),
         warnings=[*trace.warnings, *index.warnings], scope_prefix="/".join(prefix),
         joined=mine, labels=event_labels(mine, shares, scope_depth, prefix))
@@ -180,6 +193,17 @@ def _is_program(joined: JoinedEvent, program: TraceProgram) -> bool:
     if event.program_id is not None and program.program_id is not None:
         return event.program_id == program.program_id
     return event.module == program.name
+
+
+def _unmatched(unjoined: list[JoinedEvent], op_ps: int) -> dict:
+    by_reason: Counter[str] = Counter()
+    for joined in unjoined:
+        by_reason[unjoined_reason(joined)] += joined.event.duration_ps
+    total = sum(by_reason.values())
+    return {"unmatched_events": len(unjoined), "unmatched_us": total / PS_PER_US,
+            "unmatched_share": total / (total + op_ps) if total else 0.0,
+            "unmatched_by_reason": {reason: ps / PS_PER_US
+                                    for reason, ps in by_reason.most_common()}}
 
 
 def _utilisation(total_flops: int, recompute_flops: int, step_us: list[float],

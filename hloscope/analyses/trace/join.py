@@ -2,8 +2,12 @@
 
 **Join.** An event names its instruction (`hlo_op`) and program (`program_id`, else the module
 name): `(program, instruction name)` finds the instruction and the computation it is in.
-Instruction names are unique in a module, so the join is exact; an event that finds nothing
-(another program, or HLO that does not match the trace) is kept as unmatched.
+Instruction names are unique in a module, so the join is exact. A raw GPU trace names a kernel
+instead (see `parsers.trace.xplane`): XLA names a fusion's kernel after its instruction with
+'.' and '-' made '_', so a name that is no instruction's joins the one instruction whose
+sanitized name it is — not when several instructions sanitize to it. An event that finds
+nothing (another program, HLO that does not match the trace, a library kernel inside a CUDA
+graph) is kept as unmatched, its time counted (`unjoined_reason` says why).
 
 **Self time.** A `while`, `call` or `conditional` event encloses the events of the computations
 it runs (on CPU its thunk runs the body's thunks, possibly on other threads). Its self time is
@@ -19,6 +23,7 @@ loops multiplied — what the trace must show per step.
 from __future__ import annotations
 
 import bisect
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -39,6 +44,11 @@ class JoinedEvent:
     self_ps: int = 0
 
 
+IN_COMMAND_BUFFERS = "library kernels inside CUDA graphs (command buffers)"
+NAMES_NO_INSTRUCTION = "events whose names the HLO given does not have"
+_UNSANITARY = re.compile(r"[.-]")
+
+
 @dataclass(slots=True)
 class Join:
     events: list[JoinedEvent] = field(default_factory=list)
@@ -54,7 +64,7 @@ class Join:
 
 def join_events(events: list[OpEvent], index: ProgramIndex) -> Join:
     """Each event with its program and instruction, and its self time."""
-    lookups: dict[int, dict[str, tuple[str, Instruction]]] = {}
+    lookups: dict[int, InstructionNames] = {}
     joined = Join()
     for event in events:
         program = index.match(event)
@@ -62,8 +72,8 @@ def join_events(events: list[OpEvent], index: ProgramIndex) -> Join:
         if program is not None:
             table = lookups.get(id(program))
             if table is None:
-                table = lookups[id(program)] = _instruction_table(program.module)
-            found = table.get(event.name)
+                table = lookups[id(program)] = InstructionNames.of(program.module)
+            found = table.find(event.name)
         computation, instruction = found if found else ("", None)
         joined.events.append(JoinedEvent(event, program, computation, instruction,
                                          event.duration_ps))
@@ -71,8 +81,34 @@ def join_events(events: list[OpEvent], index: ProgramIndex) -> Join:
     return joined
 
 
-def _instruction_table(module: HloModule) -> dict[str, tuple[str, Instruction]]:
-    return {i.name: (c.name, i) for c, i in module.instructions()}
+def kernel_name(instruction_name: str) -> str:
+    """The name XLA gives the GPU kernel of an instruction: '.' and '-' made '_'."""
+    return _UNSANITARY.sub("_", instruction_name)
+
+
+@dataclass(frozen=True, slots=True)
+class InstructionNames:
+    """A module's instructions by name, and by kernel name where that names only one."""
+
+    exact: dict[str, tuple[str, Instruction]]
+    by_kernel: dict[str, tuple[str, Instruction]]
+
+    @classmethod
+    def of(cls, module: HloModule) -> InstructionNames:
+        exact = {i.name: (c.name, i) for c, i in module.instructions()}
+        candidates: dict[str, list[tuple[str, Instruction]]] = defaultdict(list)
+        for name, found in exact.items():
+            candidates[kernel_name(name)].append(found)
+        unique = {kernel: found[0] for kernel, found in candidates.items() if len(found) == 1}
+        return cls(exact, unique)
+
+    def find(self, name: str) -> tuple[str, Instruction] | None:
+        return self.exact.get(name) or self.by_kernel.get(name)
+
+
+def unjoined_reason(joined: JoinedEvent) -> str:
+    """Why an unmatched event names no instruction, in a few words."""
+    return IN_COMMAND_BUFFERS if joined.event.command_buffer else NAMES_NO_INSTRUCTION
 
 
 def _apply_self_times(events: list[JoinedEvent]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from hloscope.errors import ParseError, SourceLocation
 from hloscope.model.trace import PS_PER_US, OpEvent, StepMark, Trace
-from hloscope.parsers.trace.xplane import OPS_LINE, STEPS_LINE, int_or_none
+from hloscope.parsers.trace.xplane import OPS_LINE, STEPS_LINE, int_or_none, kernel_op_name
 from hloscope.parsers.xla_memory.reading import read_bytes
 
 
@@ -73,11 +73,13 @@ def _read_event(event: dict[str, Any], planes: dict[Any, str],
     if start is None or duration is None:
         return
     if "hlo_op" in args or (line == OPS_LINE and plane.startswith("/device:")):
+        name, command_buffer = kernel_op_name(str(args.get("hlo_op") or ""),
+                                              str(event.get("name", "")))
         trace.events.append(OpEvent(
-            name=str(args.get("hlo_op") or event.get("name", "")),
-            module=str(args.get("hlo_module", "")), program_id=int_or_none(args.get("program_id")),
-            run_id=int_or_none(args.get("run_id")), start_ps=start, duration_ps=duration,
-            plane=plane, line=line))
+            name=name, module=str(args.get("hlo_module", "")),
+            program_id=int_or_none(args.get("program_id")), run_id=int_or_none(args.get("run_id")),
+            start_ps=start, duration_ps=duration, plane=plane, line=line,
+            command_buffer=command_buffer))
     elif "step_num" in args or line == STEPS_LINE:
         number = int_or_none(args.get("step_num"))
         trace.steps.append(StepMark(len(trace.steps) if number is None else number, start,

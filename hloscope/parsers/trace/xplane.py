@@ -10,6 +10,17 @@ What is read (see docs in DESIGN.md, "Profiler traces"):
   `hlo_op` stat or else the event's name. Its program and run come from its own stats or from
   the enclosing event of the "XLA Modules" line (named `module(program_id)`). The "Steps" line
   gives the step marks.
+- **Raw GPU device planes** (CUPTI, as a GPU trace is before xprof processes it): no "XLA Ops",
+  "XLA Modules" or "Steps" line, but one line per CUDA stream (`Stream #14(Compute,Memset)`,
+  `Stream #18(MemcpyD2H)`) whose events are kernels, memcpys and memsets, each an op event.
+  The event's name (its metadata's) is the kernel's: a fusion's kernel is its instruction's
+  name sanitized (`gemm_fusion_dot.72` runs as `gemm_fusion_dot_72`), a library kernel
+  (cuBLAS `nvjet_...`, `memcpy128`, `Memset 0`) names no instruction. The event's own stats
+  carry `hlo_module` and `program_id` (no `run_id`), and `hlo_op`, XLA's annotation of the
+  thunk that launched it: the instruction, or `command_buffer_<n>` when XLA ran a stretch of
+  thunks as one CUDA graph. The op's name is `hlo_op` unless it is a command buffer, then the
+  kernel's name; the command buffer is kept on the event (`OpEvent.command_buffer`). Steps
+  come from the host plane's StepTraceAnnotation events.
 - **`/host:metadata`**: one event metadata per compiled program, with the program's HloProto
   (`Hlo Proto` stat, optimized HLO and buffer assignment) and its `program_id`.
 
@@ -34,7 +45,9 @@ from hloscope.parsers.xla_memory.reading import read_bytes
 
 METADATA_PLANE = "/host:metadata"
 OPS_LINE, MODULES_LINE, STEPS_LINE = "XLA Ops", "XLA Modules", "Steps"
+STREAM_LINE_PREFIX = "Stream #"
 _MODULE_ID = re.compile(r"^(?P<name>.*)\((?P<id>\d+)\)$")
+_COMMAND_BUFFER = re.compile(r"^command_buffer_\d+$")
 
 
 def read_xplane(path: str | Path) -> Trace:
@@ -143,13 +156,20 @@ class _ModuleSpan:
 
 def _read_device_plane(plane: _Plane, trace: Trace) -> None:
     lines = {line.name: line for line in plane.proto.lines}
-    spans = _module_spans(plane, lines.get(MODULES_LINE))
-    starts = [span.start_ps for span in spans]
     if STEPS_LINE in lines:
         for index, (event, start) in enumerate(_events(lines[STEPS_LINE])):
             number = plane.event_stats(event).get("step_num", index)
             trace.steps.append(StepMark(int(number), start, event.duration_ps,
                                         f"{plane.name} {STEPS_LINE}"))
+    if OPS_LINE in lines:
+        _read_ops_line(plane, lines, trace)
+    else:
+        _read_stream_lines(plane, trace)
+
+
+def _read_ops_line(plane: _Plane, lines: dict[str, Any], trace: Trace) -> None:
+    spans = _module_spans(plane, lines.get(MODULES_LINE))
+    starts = [span.start_ps for span in spans]
     for line in plane.proto.lines:
         if line.name != OPS_LINE:
             continue
@@ -159,6 +179,27 @@ def _read_device_plane(plane: _Plane, trace: Trace) -> None:
             span = _enclosing(spans, starts, start)
             trace.events.append(_op_event(stats, name, start, event, plane.name, line.name,
                                           span))
+
+
+def _read_stream_lines(plane: _Plane, trace: Trace) -> None:
+    """The kernels, memcpys and memsets of a raw GPU plane (see the module docstring)."""
+    for line in plane.proto.lines:
+        if not line.name.startswith(STREAM_LINE_PREFIX):
+            continue
+        for event, start in _events(line):
+            stats = plane.event_stats(event)
+            name, command_buffer = kernel_op_name(str(stats.get("hlo_op") or ""),
+                                                  plane.event_name(event))
+            trace.events.append(_op_event(stats, name, start, event, plane.name, line.name,
+                                          None, command_buffer))
+
+
+def kernel_op_name(thunk: str, kernel: str) -> tuple[str, str]:
+    """(op name, command buffer) of a raw GPU kernel event: its thunk's `hlo_op`, or the
+    kernel's own name when the thunk is a CUDA graph (`command_buffer_<n>`, then also
+    returned) or absent."""
+    command_buffer = thunk if _COMMAND_BUFFER.match(thunk) else ""
+    return (thunk if thunk and not command_buffer else kernel), command_buffer
 
 
 def _module_spans(plane: _Plane, line: Any) -> list[_ModuleSpan]:
@@ -183,13 +224,13 @@ def _enclosing(spans: list[_ModuleSpan], starts: list[int], time: int) -> _Modul
 
 
 def _op_event(stats: dict[str, Any], name: str, start: int, event: Any, plane: str, line: str,
-              span: _ModuleSpan | None) -> OpEvent:
+              span: _ModuleSpan | None, command_buffer: str = "") -> OpEvent:
     module = stats.get("hlo_module") or (span.name if span else "")
     program = stats.get("program_id", span.program_id if span else None)
     run = stats.get("run_id", span.run_id if span else None)
     return OpEvent(name=name, module=str(module), program_id=int_or_none(program),
                    run_id=int_or_none(run), start_ps=start, duration_ps=event.duration_ps,
-                   plane=plane, line=line)
+                   plane=plane, line=line, command_buffer=command_buffer)
 
 
 def int_or_none(value: Any) -> int | None:

@@ -36,6 +36,7 @@ _VALUE = re.compile(
     r"(?: @(?P<color>\d+))?> \(size=(?P<size>\d+),offset=(?P<offset>\d+)\): (?P<shape>.*)$")
 _FLAGS = (
     ("color", re.compile(r", color (\d+)")),
+    ("page", re.compile(r", page (\d+)(?=,|$)")),
     ("parameter", re.compile(r", parameter (\d+), shape \|([^|]*)\| at ShapeIndex (\{[\d, ]*\})")),
     ("output", re.compile(r", output shape is \|([^|]*)\|")),
     ("constant", re.compile(r", constant(?=,|$)")),
@@ -143,8 +144,8 @@ def _flag(flags: str, position: int) -> tuple[str, re.Match[str] | None]:
 
 def _apply_flag(fields: dict[str, object], other: list[str], name: str,
                 flag: re.Match[str]) -> None:
-    if name == "color":
-        fields["color"] = int(flag.group(1))
+    if name in ("color", "page"):
+        fields[name] = int(flag.group(1))
     elif name == "parameter":
         fields.update(parameter_number=int(flag.group(1)), parameter_shape=flag.group(2),
                       parameter_shape_index=shape_index(flag.group(3)))

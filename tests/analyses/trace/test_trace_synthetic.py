@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 from jaxlib_descriptors import jaxlib_descriptors
+from xspace_builder import US, PlaneBuilder, XSpaceBuilder
 
 from hloscope.analyses.trace.analysis import analyze_trace
 from hloscope.cli.main import cli
@@ -13,9 +14,7 @@ from hloscope.devices import get_device
 from hloscope.loader.hlo_input import load_input
 from hloscope.parsers.trace import parse_xplane
 from hloscope.parsers.trace.programs import ProgramIndex, TraceProgram
-from hloscope.parsers.trace.xspace_schema import MESSAGES, message_class
-
-US = 1_000_000  # picoseconds
+from hloscope.parsers.trace.xspace_schema import MESSAGES
 
 LOOP_HLO = """HloModule jit_loop, is_scheduled=true
 
@@ -65,58 +64,14 @@ ENTRY %main (x: bf16[64,256], w: bf16[256,128]) -> bf16[64,128] {
 """
 
 
-class _Builder:
-    """An XSpace assembled with the schema's message classes."""
-
-    def __init__(self) -> None:
-        self.space = message_class("tensorflow.profiler.XSpace")()
-
-    def plane(self, name: str) -> _PlaneBuilder:
-        return _PlaneBuilder(self.space.planes.add(id=len(self.space.planes), name=name))
-
-    def bytes(self) -> bytes:
-        return self.space.SerializeToString()
-
-
-class _PlaneBuilder:
-    def __init__(self, plane) -> None:
-        self.plane = plane
-
-    def _stat_id(self, name: str) -> int:
-        for key, meta in self.plane.stat_metadata.items():
-            if meta.name == name:
-                return key
-        key = len(self.plane.stat_metadata) + 1
-        self.plane.stat_metadata[key].id = key
-        self.plane.stat_metadata[key].name = name
-        return key
-
-    def line(self, name: str, timestamp_ns: int = 0):
-        return self.plane.lines.add(id=len(self.plane.lines), name=name,
-                                    timestamp_ns=timestamp_ns)
-
-    def event(self, line, name: str, start_us: float, duration_us: float, **stats) -> None:
-        key = len(self.plane.event_metadata) + 1
-        self.plane.event_metadata[key].id = key
-        self.plane.event_metadata[key].name = name
-        event = line.events.add(metadata_id=key, offset_ps=round(start_us * US),
-                                duration_ps=round(duration_us * US))
-        for stat, value in stats.items():
-            added = event.stats.add(metadata_id=self._stat_id(stat))
-            if isinstance(value, str):
-                added.str_value = value
-            else:
-                added.int64_value = value
-
-
-def _host_op(plane: _PlaneBuilder, line, name: str, start: float, duration: float) -> None:
+def _host_op(plane: PlaneBuilder, line, name: str, start: float, duration: float) -> None:
     plane.event(line, name, start, duration, hlo_op=name, hlo_module="jit_loop",
                 program_id=3, run_id=11)
 
 
 def _loop_trace() -> bytes:
     """while [0,100) encloses body ops on two threads and the condition; then negate."""
-    builder = _Builder()
+    builder = XSpaceBuilder()
     plane = builder.plane("/host:CPU")
     main, worker = plane.line("tf_XLAEigen/1"), plane.line("tf_XLAEigen/2")
     _host_op(plane, main, "loop", 0, 100)
@@ -162,7 +117,7 @@ def test_cpu_has_no_peak_so_no_mfu() -> None:
 
 def _device_trace() -> bytes:
     """A TPU-style plane: one module run [0,200), fusion.1 as two kernels, a Steps line."""
-    builder = _Builder()
+    builder = XSpaceBuilder()
     plane = builder.plane("/device:TPU:0")
     modules, ops, steps = plane.line("XLA Modules"), plane.line("XLA Ops"), plane.line("Steps")
     plane.event(modules, "jit_mm(7)", 0, 200, run_id=5)
