@@ -228,7 +228,12 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
     else the HloProtos in the trace): self time per op, scope, layer and phase, the remat time
     share, step times, achieved FLOP/s and MFU where `device`'s peak is known. `export` also
     writes a Perfetto / Chrome trace JSON (an existing file only with `force`)."""
-    from hloscope.analyses.trace.run import add_xprof_figures, analyse_traced, chrome_trace_of
+    from hloscope.analyses.trace.run import (
+        add_measured_memory,
+        add_xprof_figures,
+        analyse_traced,
+        chrome_trace_of,
+    )
     from hloscope.loader.trace import load_traced
     from hloscope.reports.output import check_writable, write_file
 
@@ -240,6 +245,7 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
         heap = None if missing else traced.xprof_peak_heap_bytes(result.module_name,
                                                                  result.program_id)
         add_xprof_figures(result, traced, heap, missing)
+    add_measured_memory(result, traced)
     if export is not None:
         import json
 
@@ -315,7 +321,7 @@ def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps
     n_layers=4) on the local `platform` under jax.profiler.trace in a child process, writes the
     trace and XLA's dump into `output` (an existing non-empty folder only with `force`), and
     returns what `trace()` returns for it (a whole `config` may replace the preset's)."""
-    from hloscope.analyses.trace.run import analyse_traced
+    from hloscope.analyses.trace.run import add_measured_memory, analyse_traced
     from hloscope.loader.trace import load_traced
     from hloscope.optional import require_compiler
     from hloscope.spec.policies import parse_variant
@@ -328,7 +334,10 @@ def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps
     spec = ProfileSpec(model, variant.name, variant.apply(config), steps, platform)
     run_profile(spec, Path(output), force, timeout)
     device = "cpu" if platform == "cpu" else None
-    return analyse_traced(load_traced(Path(output)), device)
+    traced = load_traced(Path(output))
+    result = analyse_traced(traced, device)
+    add_measured_memory(result, traced)
+    return result
 
 
 def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "all",

@@ -61,6 +61,15 @@ def read_profile_manifest(folder: Path) -> ProfileManifest:
     return ProfileManifest(folder, data.get("model"), data.get("variant"), data.get("steps"), data)
 
 
+def find_profile_folder(source: str | Path) -> Path | None:
+    """The `hloscope profile` folder `source` is in (profile.json beside trace/), or None."""
+    path = Path(source)
+    for folder in (path, *path.parents[:_PROFILE_DEPTH]):
+        if (folder / PROFILE_FILE).is_file() and (folder / TRACE_FOLDER).is_dir():
+            return folder
+    return None
+
+
 def find_dump_folder(source: str | Path) -> Path | None:
     """The XLA dump folder of the profile folder `source` is in (`dump/` beside `trace/`)."""
     path = Path(source)

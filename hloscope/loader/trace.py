@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from hloscope.formats.profile import find_dump_folder
+from hloscope.errors import InputError
+from hloscope.formats.profile import find_dump_folder, find_profile_folder, read_profile_manifest
 from hloscope.model.trace import Trace
 from hloscope.optional import available
 from hloscope.parsers.trace import load_trace, trace_programs
@@ -22,10 +24,12 @@ XPROF_EXTRA = "hloscope[profile]"
 
 @dataclass(frozen=True)
 class TracedRun:
-    """A trace and the programs it ran."""
+    """A trace and the programs it ran; `device_memory` is what the `hloscope profile` run the
+    trace is in recorded (profile.json's, None elsewhere)."""
 
     trace: Trace
     programs: ProgramIndex
+    device_memory: dict[str, Any] | None = None
 
     def xprof_peak_heap_bytes(self, module: str, program_id: int | None) -> int | None:
         """xprof's memory_viewer peak heap of a program of the trace; None when the trace is not
@@ -50,4 +54,14 @@ def load_traced(source: str | Path, hlo: str | Path | None = None,
     """The trace at `source` (a profile folder, an xplane.pb or a trace JSON) and its HLO."""
     trace = load_trace(source, prefer_json=prefer_json)
     dump = None if hlo is not None else find_dump_folder(source)
-    return TracedRun(trace, trace_programs(trace, hlo, dump))
+    return TracedRun(trace, trace_programs(trace, hlo, dump), _recorded_memory(source))
+
+
+def _recorded_memory(source: str | Path) -> dict[str, Any] | None:
+    folder = find_profile_folder(source)
+    if folder is None:
+        return None
+    try:
+        return read_profile_manifest(folder).data.get("device_memory")
+    except InputError:
+        return None

@@ -44,6 +44,26 @@ def add_xprof_figures(result: TraceResult, traced: TracedRun, peak_heap_bytes: i
         result.extra["xprof_note"] = missing or "n/a: xprof gave no peak heap for this program"
 
 
+def add_measured_memory(result: TraceResult, traced: TracedRun) -> None:
+    """What the `hloscope profile` run measured, beside XLA's figure for its step, in
+    `result.extra`: the device allocator's peak (`memory_stats()`: the state and batch
+    included) and `memory_analysis()`'s arguments + outputs - aliased + temporaries. Nothing
+    where the run kept no allocator counters (CPU) or the trace is not in a profile folder.
+    Where the peak is the one the allocator had reached when the compile ended, it was the
+    autotuner's scratch, not the run, and a note says so."""
+    recorded = traced.device_memory or {}
+    allocator, analysis = recorded.get("allocator"), recorded.get("memory_analysis")
+    if not allocator or not analysis:
+        return
+    peak = allocator["peak_bytes_in_use"]
+    result.extra["measured_peak_bytes"] = peak
+    result.extra["xla_required_bytes"] = (analysis["argument_bytes"] + analysis["output_bytes"]
+                                          - analysis["alias_bytes"] + analysis["temp_bytes"])
+    if recorded.get("compile_peak_bytes") == peak:
+        result.extra["measured_peak_note"] = ("the allocator's peak was reached while compiling "
+                                              "(the autotuner's scratch), not by the run")
+
+
 def chrome_trace_of(result: TraceResult, traced: TracedRun) -> dict[str, Any]:
     """The Perfetto / Chrome trace JSON: per-scope time and the live bytes over the step."""
     from hloscope.analyses.trace.export import chrome_trace

@@ -61,3 +61,29 @@ def test_the_trace_json_joins_the_same_kernels(traced) -> None:
     assert from_json.unmatched_events == traced.unmatched_events
     assert from_json.unmatched_by_reason.keys() == traced.unmatched_by_reason.keys()
     assert sum(r.events for r in from_json.by_op) == sum(r.events for r in traced.by_op)
+
+
+def test_a_profile_folder_shows_what_the_run_measured(tmp_path) -> None:
+    """The fixture laid out as `hloscope profile` writes it: the allocator's counters recorded
+    on the H100 are shown beside XLA's arguments + outputs - aliased + temporaries. For this
+    17.6 MB program the peak (138 MB) was the autotuner's, reached while compiling."""
+    meta = json.loads((FOLDER / "meta.json").read_text())
+    run = tmp_path / "profile"
+    (run / "trace" / "plugins" / "profile" / "run").mkdir(parents=True)
+    (run / "dump").mkdir()
+    (run / "trace" / "plugins" / "profile" / "run" / "vm.xplane.pb").write_bytes(
+        (FOLDER / "vm.xplane.pb").read_bytes())
+    for name in meta["files"]:
+        if name.endswith(".txt"):
+            (run / "dump" / name).write_text((FOLDER / name).read_text())
+    recorded = {"memory_analysis": meta["memory"], "allocator": meta["allocator"],
+                "compile_peak_bytes": meta["allocator"]["peak_bytes_in_use"]}
+    (run / "profile.json").write_text(json.dumps(
+        {"schema": "hloscope/profile-manifest/v1", "device_memory": recorded}))
+    extra = hloscope.trace(run, device="h100").extra
+    memory = meta["memory"]
+    assert extra["measured_peak_bytes"] == 138_281_216
+    assert extra["xla_required_bytes"] == memory["argument_bytes"] + memory["output_bytes"] \
+        - memory["alias_bytes"] + memory["temp_bytes"] == 17_643_448
+    assert "while compiling" in extra["measured_peak_note"]
+    assert "measured_peak_bytes" not in hloscope.trace(FOLDER / "vm.xplane.pb", hlo=FOLDER).extra
