@@ -43,7 +43,7 @@ from hloscope.model.scan import (
 from hloscope.model.shape_text import TextSyntaxError, parse_shape
 from hloscope.parsers.instructions import InstructionReader, async_shorthand
 from hloscope.parsers.statement import blank, body_brace
-from hloscope.parsers.tuple_index import materialize_tuple_indices
+from hloscope.parsers.tuple_index import materialize_tuple_indices, may_fold_tuple_indices
 
 _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _ARRAY_SHAPE = r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?"
@@ -94,12 +94,15 @@ class TextParser:
         self._tuple_shapes: dict[str, str] = {}  # tuple shape as written -> its shape text
         self._reader = InstructionReader(self)
         self._opcodes: dict[str, str] = {}  # opcode as written -> as XLA builds it (async-done)
+        self._index_mark_seen = False  # '#' and a digit: `%tuple#i` operands may need expanding
         # What the C accelerator's fast path reads (hloscope._native): the tables a shape,
         # tuple shape or opcode must be in already.
         self._native_tables = (self._intern, self._tuple_shapes, self._opcodes, source)
 
     # --- driving ---------------------------------------------------------------------------
     def feed(self, line: str) -> None:
+        if not self._index_mark_seen and may_fold_tuple_indices(line):
+            self._index_mark_seen = True
         self.line_number += 1
         self.module_bytes += len(line)
         self._last_line = line
@@ -122,6 +125,8 @@ class TextParser:
         and one-line computation headers) are read by it instead, with the same result."""
         end = len(text)
         position = 0
+        if not self._index_mark_seen and may_fold_tuple_indices(text):
+            self._index_mark_seen = True
         while position < end:
             if native is not None and not self._pending and not self._in_block_comment:
                 stop = self._native_run(text, position)
@@ -492,8 +497,9 @@ class TextParser:
             module.entry_name = next(reversed(module.computations))
             _check_unmarked_entry(module, self.line_number)
         module.byte_size = self.module_bytes
-        for computation in module.computations.values():
-            materialize_tuple_indices(computation)
+        if self._index_mark_seen:
+            for computation in module.computations.values():
+                materialize_tuple_indices(computation)
         self.modules.append(module)
 
     # --- errors ----------------------------------------------------------------------------

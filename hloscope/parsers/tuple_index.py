@@ -22,6 +22,18 @@ INDEX_MARK = "#"
 OPCODE = "get-tuple-element"
 
 
+def may_fold_tuple_indices(text: str) -> bool:
+    """Whether `text` has a '#' followed by a digit, as a folded operand has (a cheap test
+    that rules out nearly every file of older XLA; shardy's `"#sdy.sharding<...>"` attributes
+    have '#' too, never a digit after it)."""
+    position = text.find(INDEX_MARK)
+    while position != -1:
+        if text[position + 1 : position + 2].isdigit():
+            return True
+        position = text.find(INDEX_MARK, position + 1)
+    return False
+
+
 def materialize_tuple_indices(computation: Computation) -> None:
     """Adds a get-tuple-element for each distinct `name#i[#j...]` operand of `computation`."""
     if not any(_has_mark(instruction) for instruction in computation.instructions):
