@@ -112,12 +112,14 @@ def oom(module: ModuleLike, device: str | None = None, capacity: int | str | Non
     from hloscope.analyses.oom.compiled import sweep_offloads_optimizer
     from hloscope.devices import check_device_or_capacity
     from hloscope.formats.sweep import read_sweep
+    from hloscope.parsers.gpu_target_config import find_gpu_target
     from hloscope.units import parse_bytes
 
     check_device_or_capacity(device, capacity)
     inputs = oom_inputs(as_program(module, log_path=log))
     given = parse_bytes(capacity) if isinstance(capacity, str) else capacity
-    resolved = resolve_capacity(given, device, inputs.log, inputs.device)
+    resolved = resolve_capacity(given, device, inputs.log, inputs.device,
+                                find_gpu_target(inputs.program.hlo_path))
     record = None if sweep is None else read_sweep(Path(sweep))
     rows = None if record is None else record.variants
     offloaded = record is not None and sweep_offloads_optimizer(record.data.get("config"))
