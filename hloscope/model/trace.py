@@ -69,6 +69,7 @@ class Trace:
     steps: list[StepMark] = field(default_factory=list)
     modules: list[EmbeddedModule] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    device_names: list[str] = field(default_factory=list)  # a GPU plane's `gpu_device_name`
 
     @property
     def device_planes(self) -> list[str]:

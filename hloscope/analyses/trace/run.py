@@ -4,8 +4,10 @@ The trace and the HLO of its programs come from the loader (`loader.trace.Traced
 does xprof's peak heap of the analysed program (`TracedRun.xprof_peak_heap_bytes` runs xprof on
 the trace file): `add_xprof_figures` only sets it beside the live peak. Without a named device,
 a host-only trace is judged against the CPU's peak and a device trace against none (its device
-is unknown). The memory figures beside the timings (the export's live bytes, the
-live peak next to xprof's) are the analysed program's live peak; an unscheduled program has none.
+is unknown) unless a GPU plane names a device hloscope knows (`gpu_device_name`, CUDA's name:
+"NVIDIA H100 80GB HBM3" is the h100). The memory figures beside the timings (the export's live
+bytes, the live peak next to xprof's) are the analysed program's live peak; an unscheduled
+program has none.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hloscope.analyses.cost.flops import DEFAULT_SCOPE_DEPTH
 from hloscope.analyses.trace.analysis import TraceResult, analyze_trace
-from hloscope.devices import Device, get_device
+from hloscope.devices import DEVICES, Device, get_device
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.loader.trace import TracedRun
 from hloscope.model.trace import Trace
@@ -74,7 +76,7 @@ def chrome_trace_of(result: TraceResult, traced: TracedRun) -> dict[str, Any]:
 
 def _device(trace: Trace, device: str | Device | None) -> Device | None:
     if device is None:
-        return None if trace.device_planes else get_device("cpu")
+        return _named_by_trace(trace) if trace.device_planes else get_device("cpu")
     named = device if isinstance(device, Device) else get_device(device)
     ran_on = trace_backends(trace)
     if named.backend not in ran_on:
@@ -84,6 +86,14 @@ def _device(trace: Trace, device: str | Device | None) -> Device | None:
             "MFU against another device's peak would be meaningless; name the device the trace "
             "ran on, or leave --device out")
     return named
+
+
+def _named_by_trace(trace: Trace) -> Device | None:
+    """The known device whose CUDA name a GPU trace's planes all give, else None."""
+    if len(trace.device_names) != 1:
+        return None
+    found = [d for d in DEVICES.values() if d.device_kind == trace.device_names[0]]
+    return found[0] if len(found) == 1 else None
 
 
 def trace_backends(trace: Trace) -> set[str]:

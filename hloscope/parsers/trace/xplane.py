@@ -45,6 +45,7 @@ from hloscope.parsers.xla_memory.reading import read_bytes
 
 METADATA_PLANE = "/host:metadata"
 OPS_LINE, MODULES_LINE, STEPS_LINE = "XLA Ops", "XLA Modules", "Steps"
+DEVICE_NAME_STAT = "gpu_device_name"  # a GPU plane's stat: CUDA's name, "NVIDIA H100 80GB HBM3"
 STREAM_LINE_PREFIX = "Stream #"
 _MODULE_ID = re.compile(r"^(?P<name>.*)\((?P<id>\d+)\)$")
 _COMMAND_BUFFER = re.compile(r"^command_buffer_\d+$")
@@ -155,6 +156,9 @@ class _ModuleSpan:
 
 
 def _read_device_plane(plane: _Plane, trace: Trace) -> None:
+    name = plane.stats(plane.proto.stats).get(DEVICE_NAME_STAT)
+    if name and name not in trace.device_names:
+        trace.device_names.append(str(name))
     lines = {line.name: line for line in plane.proto.lines}
     if STEPS_LINE in lines:
         for index, (event, start) in enumerate(_events(lines[STEPS_LINE])):

@@ -12,6 +12,7 @@ import pytest
 from conftest import FIXTURES
 
 import hloscope
+from hloscope.errors import UsageError
 from hloscope.parsers.trace import load_trace
 
 FOLDER = FIXTURES / "gpu-h100-jax011" / "profile-tiny"
@@ -87,3 +88,13 @@ def test_a_profile_folder_shows_what_the_run_measured(tmp_path) -> None:
         - memory["alias_bytes"] + memory["temp_bytes"] == 17_643_448
     assert "while compiling" in extra["measured_peak_note"]
     assert "measured_peak_bytes" not in hloscope.trace(FOLDER / "vm.xplane.pb", hlo=FOLDER).extra
+
+
+def test_the_gpu_is_named_by_the_trace() -> None:
+    """The GPU plane's `gpu_device_name` is CUDA's "NVIDIA H100 80GB HBM3": MFU is against the
+    H100 without --device, the same figure as with it."""
+    unnamed = hloscope.trace(FOLDER / "vm.xplane.pb", hlo=FOLDER)
+    named = hloscope.trace(FOLDER / "vm.xplane.pb", hlo=FOLDER, device="h100")
+    assert unnamed.device == "h100" and unnamed.mfu == named.mfu is not None
+    with pytest.raises(UsageError):
+        hloscope.trace(FOLDER / "vm.xplane.pb", hlo=FOLDER, device="v5e")
