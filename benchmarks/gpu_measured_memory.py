@@ -41,14 +41,25 @@ def measure(args: argparse.Namespace) -> int:
             print(f"profiling {policy}", file=sys.stderr, flush=True)
             try:
                 hloscope.profile(folder, model=args.model, policy=policy, steps=args.steps,
-                                 platform=args.platform, seq_len=args.seq, batch=args.batch)
+                                 platform=args.platform, seq_len=args.seq, batch=args.batch,
+                                 **_overrides(args.set))
             except Exception as error:  # noqa: BLE001 - a policy that fails is a row
                 rows.append({"policy": policy, "error": f"{type(error).__name__}: {error}"})
                 continue
             rows.append(_measured_row(policy, folder, args.device))
     Path(args.out).write_text(json.dumps({"model": args.model, "seq": args.seq,
-                                          "batch": args.batch, "rows": rows}, indent=2))
+                                          "batch": args.batch, "overrides": _overrides(args.set),
+                                          "rows": rows}, indent=2))
     return 0
+
+
+def _overrides(items: list[str]) -> dict[str, Any]:
+    """`--set attention=blockwise --set micro_batches=2` -> config fields."""
+    found: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        found[key] = int(value) if value.isdigit() else value
+    return found
 
 
 def _folder_name(policy: str) -> str:
@@ -78,6 +89,7 @@ def _measured_row(policy: str, folder: Path, device: str) -> dict[str, Any]:
 def compare(args: argparse.Namespace) -> int:
     import hloscope
     from hloscope.analyses.predict.model import Predictor
+    from hloscope.spec.presets import preset_config
     from hloscope.sweeps.frontier_run import baseline_from_build
     from hloscope.sweeps.grid import Grid
     from hloscope.units import format_bytes
@@ -85,15 +97,20 @@ def compare(args: argparse.Namespace) -> int:
 
     measured = json.loads(Path(args.measured).read_text())
     grid = Grid((measured["seq"],), (measured["batch"],))
+    overrides = measured.get("overrides") or {}
+    config = preset_config(measured["model"], seq_len=measured["seq"], batch=measured["batch"],
+                           **overrides)
 
     def compiled(policy: str) -> tuple[int, Path]:
         outcome = hloscope.sweep(model=measured["model"], policies=[policy], target=args.target,
-                                 cache=default_cache_dir(), grid=grid).outcomes[0]
+                                 cache=default_cache_dir(), grid=grid,
+                                 config=config).outcomes[0]
         return outcome.figures.required_bytes, Path(outcome.folder)
 
     predictor = Predictor((baseline_from_build(compiled("full")[1]),))
     lines = [f"# python benchmarks/gpu_measured_memory.py {' '.join(sys.argv[1:])}",
-             f"{measured['model']}, seq {measured['seq']}, batch {measured['batch']}; measured "
+             f"{measured['model']}, seq {measured['seq']}, batch {measured['batch']}"
+             f"{''.join(f', {k}={v}' for k, v in overrides.items())}; measured "
              f"on {_first(measured, 'device_kind')} ({_jax_version(measured)}), compiled "
              f"deviceless for {args.target} (jax {hloscope_jax_version()})",
              "policy | measured: allocator peak / XLA required (real compile) | deviceless: "
@@ -106,7 +123,8 @@ def compare(args: argparse.Namespace) -> int:
         real = _required(row["device_memory"]["memory_analysis"])
         peak = row["device_memory"]["allocator"]["peak_bytes_in_use"]
         deviceless, _ = compiled(row["policy"])
-        prediction = predictor.predict(row["policy"], measured["batch"])
+        prediction = predictor.predict(row["policy"], measured["batch"],
+                                       overrides.get("micro_batches", 1))
         predicted = prediction.device_bytes
         step_ms = min(row["step_times_us"]) / 1000
         lines.append(
@@ -152,6 +170,8 @@ def _arguments() -> argparse.Namespace:
     run.add_argument("--platform", default="gpu", help="cpu: try the script without a GPU")
     run.add_argument("--device", default="h100", help="for MFU (hloscope trace --device)")
     run.add_argument("--policies", default=";".join(POLICIES))
+    run.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                     help="a config field of the model (attention=blockwise, micro_batches=2)")
     run.add_argument("--out", required=True)
     run.add_argument("--keep", default=None, help="keep each profile folder under this folder")
     against = commands.add_parser("compare", help="deviceless compiles and predictions")
