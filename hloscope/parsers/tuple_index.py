@@ -6,9 +6,9 @@ and the index instead, `async-start(%arg_tuple.2#7, %arg_tuple.2#0)`, and nested
 indices, `%t#1#0`. jaxlib 0.10's parser refuses that text ("cannot parse as an instruction
 name"). Every analysis here reads get-tuple-elements, so each `#` operand becomes one again: an
 instruction named as the operand is written (`arg_tuple.2#7`), `get-tuple-element(%arg_tuple.2),
-index=7` with the element's shape, placed right after the tuple is defined (where XLA's
-scheduler puts them: a get-tuple-element is free and ready then; the live-range dump's
-instruction sequence, which still lists them, shows it).
+index=7` with the element's shape, placed right after the tuple is defined. That is where XLA's
+schedule has them: the live-range dump, which still lists them, has 117 of the H100 fixture's
+118 there, and the other one an instruction later.
 The HloProto of the same program (embedded in its profiler trace) holds those
 get-tuple-elements, under XLA's own names, which the text no longer carries.
 """
