@@ -89,6 +89,7 @@ def _measured_row(policy: str, folder: Path, device: str) -> dict[str, Any]:
 def compare(args: argparse.Namespace) -> int:
     import hloscope
     from hloscope.analyses.predict.model import Predictor
+    from hloscope.formats.compile_record import MemoryFigures
     from hloscope.spec.presets import preset_config
     from hloscope.sweeps.frontier_run import baseline_from_build
     from hloscope.sweeps.grid import Grid
@@ -120,7 +121,7 @@ def compare(args: argparse.Namespace) -> int:
         if "error" in row:
             lines.append(f"{row['policy']} | failed on the GPU: {row['error'][:160]}")
             continue
-        real = _required(row["device_memory"]["memory_analysis"])
+        real = MemoryFigures.from_dict(row["device_memory"]["memory_analysis"]).allocated_bytes
         peak = row["device_memory"]["allocator"]["peak_bytes_in_use"]
         deviceless, _ = compiled(row["policy"])
         prediction = predictor.predict(row["policy"], measured["batch"],
@@ -137,11 +138,6 @@ def compare(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).write_text(text)
     return 0
-
-
-def _required(figures: dict[str, int]) -> int:
-    return (figures["argument_bytes"] + figures["output_bytes"] - figures["alias_bytes"]
-            + figures["temp_bytes"])
 
 
 def _first(measured: dict[str, Any], key: str) -> Any:

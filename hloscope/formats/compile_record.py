@@ -48,6 +48,11 @@ class MemoryFigures:
         """Device bytes the program allocates: arguments + outputs + temporaries - aliased."""
         return self.argument_bytes + self.output_bytes + self.temp_bytes - self.alias_bytes
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MemoryFigures:
+        """From the figures as written, `allocated_bytes` (derived) among them or not."""
+        return cls(**{k: v for k, v in data.items() if k != "allocated_bytes"})
+
 
 @dataclass(frozen=True)
 class CostFigures:
@@ -107,8 +112,7 @@ class CompileResult:
         values = dict(data)
         memory = values.get("memory")
         if memory is not None:
-            memory = {k: v for k, v in memory.items() if k != "allocated_bytes"}
-            values["memory"] = MemoryFigures(**memory)
+            values["memory"] = MemoryFigures.from_dict(memory)
         if values.get("cost") is not None:
             values["cost"] = CostFigures(**values["cost"])
         return cls(**values)

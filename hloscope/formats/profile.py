@@ -13,6 +13,7 @@ trace FOLDER` joins against XLA's own text.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,18 +64,19 @@ def read_profile_manifest(folder: Path) -> ProfileManifest:
 
 def find_profile_folder(source: str | Path) -> Path | None:
     """The `hloscope profile` folder `source` is in (profile.json beside trace/), or None."""
-    path = Path(source)
-    for folder in (path, *path.parents[:_PROFILE_DEPTH]):
-        if (folder / PROFILE_FILE).is_file() and (folder / TRACE_FOLDER).is_dir():
-            return folder
-    return None
+    return _enclosing(source, lambda folder: (folder / PROFILE_FILE).is_file())
 
 
 def find_dump_folder(source: str | Path) -> Path | None:
     """The XLA dump folder of the profile folder `source` is in (`dump/` beside `trace/`)."""
+    folder = _enclosing(source, lambda folder: (folder / DUMP_FOLDER).is_dir())
+    return None if folder is None else folder / DUMP_FOLDER
+
+
+def _enclosing(source: str | Path, holds: Callable[[Path], bool]) -> Path | None:
+    """`source` or the nearest folder above it that has trace/ and `holds`."""
     path = Path(source)
     for folder in (path, *path.parents[:_PROFILE_DEPTH]):
-        dump = folder / DUMP_FOLDER
-        if (folder / TRACE_FOLDER).is_dir() and dump.is_dir():
-            return dump
+        if (folder / TRACE_FOLDER).is_dir() and holds(folder):
+            return folder
     return None

@@ -103,6 +103,9 @@ class TextParser:
     def feed(self, line: str) -> None:
         if not self._index_mark_seen and may_fold_tuple_indices(line):
             self._index_mark_seen = True
+        self._feed_line(line)
+
+    def _feed_line(self, line: str) -> None:
         self.line_number += 1
         self.module_bytes += len(line)
         self._last_line = line
@@ -134,7 +137,7 @@ class TextParser:
                     position = stop
                     continue
             stop = text.find("\n", position) + 1 or end
-            self.feed(text[position:stop])
+            self._feed_line(text[position:stop])  # the whole text was checked for '#' above
             position = stop
 
     def _native_run(self, text: str, position: int) -> int:

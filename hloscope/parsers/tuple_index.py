@@ -36,15 +36,15 @@ def may_fold_tuple_indices(text: str) -> bool:
 
 def materialize_tuple_indices(computation: Computation) -> None:
     """Adds a get-tuple-element for each distinct `name#i[#j...]` operand of `computation`."""
-    if not any(_has_mark(instruction) for instruction in computation.instructions):
+    marked = [instruction for instruction in computation.instructions if _has_mark(instruction)]
+    if not marked:
         return
     defined = {instruction.name: instruction for instruction in computation.instructions}
     after: dict[str, list[Instruction]] = {}
-    for instruction in computation.instructions:
-        if _has_mark(instruction):
-            for operand in instruction.operands:
-                if INDEX_MARK in operand and operand not in defined:
-                    _define(operand, instruction, defined, after)
+    for instruction in marked:
+        for operand in instruction.operands:
+            if INDEX_MARK in operand and operand not in defined:
+                _define(operand, instruction, defined, after)
     rebuilt: list[Instruction] = []
     for instruction in computation.instructions:
         rebuilt.append(instruction)

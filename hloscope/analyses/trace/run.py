@@ -17,6 +17,7 @@ from hloscope.analyses.cost.flops import DEFAULT_SCOPE_DEPTH
 from hloscope.analyses.trace.analysis import TraceResult, analyze_trace
 from hloscope.devices import DEVICES, Device, get_device
 from hloscope.errors import HloscopeError, UsageError
+from hloscope.formats.compile_record import MemoryFigures
 from hloscope.loader.trace import TracedRun
 from hloscope.model.trace import Trace
 
@@ -59,8 +60,7 @@ def add_measured_memory(result: TraceResult, traced: TracedRun) -> None:
         return
     peak = allocator["peak_bytes_in_use"]
     result.extra["measured_peak_bytes"] = peak
-    result.extra["xla_required_bytes"] = (analysis["argument_bytes"] + analysis["output_bytes"]
-                                          - analysis["alias_bytes"] + analysis["temp_bytes"])
+    result.extra["xla_required_bytes"] = MemoryFigures.from_dict(analysis).allocated_bytes
     if recorded.get("compile_peak_bytes") == peak:
         result.extra["measured_peak_note"] = ("the allocator's peak was reached while compiling "
                                               "(the autotuner's scratch), not by the run")
