@@ -341,7 +341,7 @@ def _prediction_errors(args: argparse.Namespace, result: Any, predictor: Predict
         if built.ok and built.required_bytes:
             compared += 1
             errors.append(("random", f"{batch // data_ways}:{policy}",
-                           prediction.device_bytes / built.required_bytes - 1))
+                           prediction.allocation_bytes / built.required_bytes - 1))
             neighbours = [Candidate(predictor.predict(r["policy"], batch), r["compiled_bytes"])
                           for r in result.rows if r["batch"] == batch and r["compiled_bytes"]]
             errors.append(("random, calibrated", f"{batch // data_ways}:{policy}",
@@ -353,9 +353,13 @@ def _prediction_errors(args: argparse.Namespace, result: Any, predictor: Predict
                          f" ({_bytes(built.required_bytes)} stated)")
     for kind, label, error in errors:
         pdb, policy = label.split(":", 1)
-        over = predictor.predict(policy, int(pdb) * data_ways).device_bytes > capacity
+        predicted = predictor.predict(policy, int(pdb) * data_ways)
+        notes = [note for note, flag in (("needs more than the capacity",
+                                          predicted.device_bytes > capacity),
+                                         ("over libtpu's remat limit", predicted.squeezed))
+                 if flag]
         lines.append(f"    {kind:18s} pdb {pdb:>3s} {_short(policy):55s} {error:+.2%}"
-                     + ("  (predicted over the capacity)" if over else ""))
+                     + (f"  ({'; '.join(notes)})" if notes else ""))
     return errors, lines
 
 

@@ -17,6 +17,7 @@ from hloscope.formats.build import BuildFolder, read_build
 from hloscope.formats.checkpoint_names import CheckpointName, read_names
 from hloscope.loader.hlo_input import load_input
 from hloscope.model.module import HloModule
+from hloscope.parsers.libtpu_log import LibtpuRemat, parse_libtpu_log
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class LoadedBuild:
     log_text: str  # the compile log ("" when there is none)
     reported_host_bytes: int | None = None  # pinned host memory total (`reported_totals`)
     checkpoint_names: list[CheckpointName] | None = None  # None: the build recorded none
+    libtpu_remat: LibtpuRemat | None = None  # libtpu's memory-pressure remat, from the log
 
 
 def load_build(build: BuildFolder | Path) -> LoadedBuild:
@@ -39,8 +41,9 @@ def load_build(build: BuildFolder | Path) -> LoadedBuild:
         build = read_build(Path(build))
     module, error = _optimized_module(build)
     device_total, host_total = reported_totals(build)
-    return LoadedBuild(build, module, error, device_total, build.log_text(), host_total,
-                       read_names(build.folder))
+    log = build.log_text()
+    return LoadedBuild(build, module, error, device_total, log, host_total,
+                       read_names(build.folder), parse_libtpu_log(log).rematerialization)
 
 
 def _optimized_module(build: BuildFolder) -> tuple[HloModule | None, str | None]:

@@ -29,6 +29,10 @@ whole `names:` space and confirmed by as few compiles as possible (no jax).
    batch the first one predicts to fit (the next smaller grid batch when that compile does
    not fit).
 
+What fits is judged by each prediction's need (`Prediction.device_bytes`); a row's
+`predicted_bytes` is the allocation XLA is predicted to report (`allocation_bytes`: on TPU,
+where the need is over libtpu's rematerialization limit, where its recompute lands).
+
 Rows are the compiled candidates and each batch's winner; `candidates` counts every predicted
 one, `compiles` the programs the search asked for (baselines and build-cache hits included).
 """
@@ -69,13 +73,14 @@ class Candidate:
         p = self.prediction
         return {"batch": p.batch, "policy": p.policy, "choices": p.choices,
                 "status": "predicted" if self.compiled_bytes is None else "compiled",
-                "chosen": chosen, "predicted_bytes": p.device_bytes,
+                "chosen": chosen, "predicted_bytes": p.allocation_bytes,
+                "predicted_need_bytes": p.device_bytes, "squeezed": p.squeezed,
                 "compiled_bytes": self.compiled_bytes, "predicted_host_bytes": p.host_bytes,
                 "predicted_flops": p.flops, "predicted_step_s": p.step_seconds,
                 "predicted_tokens_per_s": p.tokens_per_second,
                 "fits": self.compiled_ok and self.known_bytes <= capacity,
                 "prediction_error": None if not self.compiled_bytes
-                else p.device_bytes / self.compiled_bytes - 1,
+                else p.allocation_bytes / self.compiled_bytes - 1,
                 "search_predicted_bytes": self.held_bytes,
                 "compiled_step_s": self.compiled_step_s,
                 "explain": p.explain(), "build_folder": self.folder}

@@ -103,6 +103,8 @@ def baseline_from_build(folder: Path) -> Baseline:
     source = "XLA memory-usage report (default memory space)"
     if allocation is None:
         allocation, source = build.result.memory.allocated_bytes, "memory_analysis allocation"
+    figures = build.result.memory
     return Baseline(build.manifest.get("model", ""), build.target, build.variant,
                     build.config.to_dict(), allocation, loaded.reported_host_bytes or 0, fixed,
-                    int(cost.flops), int(cost.bytes_accessed), int(cost.collective_bytes), source)
+                    int(cost.flops), int(cost.bytes_accessed), int(cost.collective_bytes), source,
+                    figures.argument_bytes - figures.alias_bytes, figures.generated_code_bytes)

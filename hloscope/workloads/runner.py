@@ -76,6 +76,8 @@ def child_environment(target: Any) -> dict[str, str]:
     paths = [str(_PACKAGE_ROOT), *filter(None, [env.get("PYTHONPATH")])]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env[PARENT_PID_ENV] = str(os.getpid())
+    if target.backend == "tpu":  # libtpu's INFO lines (its rematerialization) into compile.log
+        env.setdefault("TPU_STDERR_LOG_LEVEL", "0")
     return env
 
 

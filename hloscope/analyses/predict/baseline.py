@@ -34,6 +34,8 @@ class Baseline:
     hbm_bytes: int  # hloscope's bytes accessed, per device
     collective_bytes: int
     source: str  # where allocation_bytes comes from
+    unaliased_argument_bytes: int = 0  # arguments not aliased with an output (the batch)
+    program_bytes: int = 0  # XLA's generated code (libtpu's program overlays live in HBM)
 
     @property
     def transformer(self) -> TransformerConfig:
@@ -44,7 +46,7 @@ class Baseline:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Baseline:
-        return cls(**{f.name: data[f.name] for f in fields(cls)})
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,11 @@ predicted FLOPs, the baseline's HBM bytes scaled with the tokens plus the offloa
 traffic (OFFLOAD_HBM_PASSES), its collectives, and the offloaded bytes over the host link both
 ways.
 
+On TPU the figure above is what the program needs; libtpu does not let it allocate that when it
+exceeds its rematerialization limit (XLA_TPU_REMAT_PERCENT): it recomputes until the program is
+under, and the allocation lands near the limit (`Prediction.allocation_bytes`, SQUEEZE_LANDING).
+The need decides whether a program is predicted to fit; the allocation is what XLA reports.
+
 Every figure is the sum of its `Term`s, each with its count and unit, so a prediction explains
 itself ("+2 layers × 8 MiB mlp_hidden kept").
 """
@@ -86,6 +91,27 @@ one of these within 5% of the allocation on llama-1b and within 16% on tiny (who
 offloaded at once cost 2.1 x their sum at batch 128); the frontier search calibrates by its
 compiled neighbours and compiles to confirm."""
 
+XLA_TPU_REMAT_PERCENT = 95
+"""libtpu's memory-pressure rematerialization limit, in percent of the usable HBM, less the
+arguments not aliased with an output and the program's overlays. Its log states it
+(/tmp/tpu_logs/tpu_driver.INFO, or stderr with TPU_STDERR_LOG_LEVEL=0; libtpu 0.0.42.1):
+`XLA::TPU post optimization rematerialization limit 14.93G = 95% hbm (14.96G) - (arguments
+(4.03G) - aliased_output(4.03G)) - overlays (26.50M)` (llama-1b / v5e:2x2, 15.75 GiB usable;
+libtpu's --xla_jf_rematerialization_percent_shared_memory_limit sets the percent). Overlays are
+taken as the baseline's generated code (35.5 MB there): the limit is within 0.41% of the one
+libtpu logged for each of the 124 rematerialized compiles of the squeeze fixture. A program
+whose schedule needs more is rematerialized until libtpu's tracker puts it under (`hbm
+reduction: 16.09G => 14.17G`), and later passes squeeze further: one logged `Can't reduce
+memory use below 14.93GiB ...; only reduced to 17.08GiB` allocated 14.77 GiB."""
+SQUEEZE_LANDING = 0.99
+"""Where a program libtpu rematerialized lands, as a fraction of the limit above: its
+allocation (XLA's memory-usage report) over the limit was 0.924 to 1.051 on the 35 programs
+libtpu rematerialized and that fit, of the llama-1b / v5e:2x2 and llama-8b / v5e:4x4 frontier
+benchmarks (seq 2048; needs predicted 1.005 to 1.270 x the limit;
+fixtures/predict/llama-v5e-squeezed.json); 0.99 is about the middle: each allocation within
+-5.8% .. +7.2% of this prediction. How deep the remat cuts depends on what it finds to
+recompute, which only a compile tells."""
+
 OFFLOAD_HBM_PASSES = 2
 """HBM traffic of an offloaded byte: read once when it goes to the host in the forward pass,
 written once when it comes back in the backward. A lower bound: XLA's own cost analysis of the
@@ -129,10 +155,25 @@ class Prediction:
     step_seconds: float | None
     tokens: int  # tokens per step (the global batch × sequence)
     choices: dict[str, str] = field(default_factory=dict)
+    remat_limit_bytes: int | None = None  # libtpu's rematerialization limit (TPU only)
 
     @property
     def device_bytes(self) -> int:
+        """What the program needs on the device (its schedule's allocation unconstrained)."""
         return sum(term.value for term in self.device_terms)
+
+    @property
+    def squeezed(self) -> bool:
+        """The need exceeds libtpu's rematerialization limit: XLA recomputes to get under it."""
+        return self.remat_limit_bytes is not None and self.device_bytes > self.remat_limit_bytes
+
+    @property
+    def allocation_bytes(self) -> int:
+        """What XLA is predicted to allocate: the need, or where libtpu rematerializes, where
+        its allocation lands (SQUEEZE_LANDING × the limit)."""
+        if not self.squeezed or self.remat_limit_bytes is None:
+            return self.device_bytes
+        return min(self.device_bytes, round(SQUEEZE_LANDING * self.remat_limit_bytes))
 
     @property
     def host_bytes(self) -> int:
@@ -147,11 +188,22 @@ class Prediction:
         return self.tokens / self.step_seconds if self.step_seconds else None
 
     def explain(self) -> list[str]:
-        return [term.explain() for term in self.device_terms]
+        lines = [term.explain() for term in self.device_terms]
+        if self.squeezed and self.remat_limit_bytes is not None:
+            lines.append(f"= {format_bytes(self.device_bytes)} needed, over libtpu's "
+                         f"rematerialization limit {format_bytes(self.remat_limit_bytes)} "
+                         f"({XLA_TPU_REMAT_PERCENT}% of the usable HBM less unaliased "
+                         f"arguments and the program): XLA recomputes to get under it; "
+                         f"allocation predicted at {SQUEEZE_LANDING:g} × the limit, "
+                         f"{format_bytes(self.allocation_bytes)}, at an unpredicted cost in "
+                         f"step time")
+        return lines
 
     def to_dict(self) -> dict:
         return {"policy": self.policy, "batch": self.batch, "micro_batches": self.micro_batches,
                 "choices": self.choices, "device_bytes": self.device_bytes,
+                "allocation_bytes": self.allocation_bytes, "squeezed": self.squeezed,
+                "remat_limit_bytes": self.remat_limit_bytes,
                 "host_bytes": self.host_bytes, "flops": self.flops,
                 "step_seconds": self.step_seconds, "tokens_per_second": self.tokens_per_second,
                 "device_terms": [t.to_dict() for t in self.device_terms],
@@ -193,9 +245,19 @@ class Predictor:
                 for name, choice in choices.items() if choice == "offload"]
         flop_terms = self._flop_terms(config, choices, ways.tensor, ways.batch)
         prediction = Prediction(policy, batch, micro_batches, device, host, flop_terms, None,
-                                batch * config.seq_len, choices)
+                                batch * config.seq_len, choices, self._remat_limit())
         step = self._step_seconds(config, prediction, ways.batch)
         return dataclasses.replace(prediction, step_seconds=step)
+
+    def _remat_limit(self) -> int | None:
+        """libtpu's rematerialization limit for the baseline's program (XLA_TPU_REMAT_PERCENT);
+        None off TPU."""
+        target = parse_target(self.base.target)
+        usable = target.device.usable_memory_bytes
+        if target.backend != "tpu" or usable is None:
+            return None
+        return (usable * XLA_TPU_REMAT_PERCENT // 100 - self.base.unaliased_argument_bytes
+                - self.base.program_bytes)
 
     def _scaling_terms(self, tokens: int) -> list[Term]:
         """`full` at `tokens`: scaled from the smallest baseline below it (or with one

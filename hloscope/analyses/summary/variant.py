@@ -47,6 +47,7 @@ from hloscope.formats.compile_record import MemoryFigures
 from hloscope.frames import Rendered
 from hloscope.loader.build import LoadedBuild
 from hloscope.model.module import HloModule
+from hloscope.parsers.libtpu_log import LibtpuRemat
 from hloscope.spec.config import LAYER_INPUT
 from hloscope.spec.targets import parse_target
 from hloscope.units import format_bytes
@@ -149,6 +150,7 @@ class VariantFigures:
     host_fit: HostFit | None = None  # programs that pin host memory: does the host hold it?
     # the step's checkpoint names and the variant's decision on each (None: not recorded)
     checkpoint_names: tuple[NameRow, ...] | None = None
+    libtpu_remat: LibtpuRemat | None = None  # libtpu recomputed under memory pressure
 
     @property
     def predicted_fits(self) -> bool | None:
@@ -187,6 +189,7 @@ class VariantFigures:
         data["step"] = None if self.step is None else self.step.to_dict()
         data["host_fit"] = None if self.host_fit is None else self.host_fit.to_dict()
         data["checkpoint_names"] = names_dicts(self.checkpoint_names)
+        data["libtpu_remat"] = None if self.libtpu_remat is None else self.libtpu_remat.to_dict()
         data["step_seconds"] = self.step_seconds
         data["serial_step_seconds"] = self.serial_step_seconds
         data["predicted_fits"] = self.predicted_fits
@@ -268,8 +271,10 @@ def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
         compile_seconds=result.compile_seconds,
         xla_flops=None if result.cost is None else result.cost.flops, hlo=hlo, step=step,
         fingerprint=build.manifest.get("fingerprint"), error=result.error,
-        gpu_remat_warning=GPU_REMAT_WARNING in loaded.log_text, analysis_error=analysis_error,
-        host_fit=host, checkpoint_names=checkpoint_names(loaded))
+        gpu_remat_warning=target.backend == "gpu" and GPU_REMAT_WARNING in loaded.log_text,
+        analysis_error=analysis_error,
+        host_fit=host, checkpoint_names=checkpoint_names(loaded),
+        libtpu_remat=loaded.libtpu_remat)
 
 
 def checkpoint_names(loaded: LoadedBuild) -> tuple[NameRow, ...] | None:

@@ -1,0 +1,85 @@
+"""libtpu's memory-pressure rematerialization in the predictor, against libtpu's own log of the
+frontier benchmarks' compiles (fixtures/predict/llama-v5e-squeezed.json, made by
+fixtures/make_squeeze_fixture.py: llama-1b / v5e:2x2 and llama-8b / v5e:4x4, seq 2048, their
+`full` builds as baselines), and against the rule written out by hand."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hloscope.analyses.predict.baseline import Baseline
+from hloscope.analyses.predict.model import SQUEEZE_LANDING, Predictor
+
+FIXTURE = Path(__file__).parents[3] / "fixtures" / "predict" / "llama-v5e-squeezed.json"
+RECORD = json.loads(FIXTURE.read_text())
+GIB = 2**30
+
+
+def predictor(model: str) -> Predictor:
+    return Predictor(tuple(Baseline.from_dict(b) for b in RECORD[model]["baselines"]))
+
+
+def compiled(model: str, squeezed: bool | None = None, fits: bool = False) -> list[dict]:
+    return [c for c in RECORD[model]["compiled"]
+            if (squeezed is None or bool(c["libtpu_remat"]) == squeezed)
+            and (not fits or c["allocation_bytes"])]
+
+
+@pytest.mark.parametrize("model", sorted(RECORD))
+def test_the_limit_is_libtpus(model):
+    """95% of the usable HBM less unaliased arguments and the program, against the limit libtpu
+    logged for every compile it rematerialized: within 0.5% (measured 0.01%..0.41%; libtpu's
+    overlays are not quite the generated code the baseline records)."""
+    pr = predictor(model)
+    for c in compiled(model, squeezed=True):
+        limit = pr.predict(c["policy"], c["batch"]).remat_limit_bytes
+        assert limit == pytest.approx(c["libtpu_remat"]["limit_bytes"], rel=0.005)
+
+
+@pytest.mark.parametrize(("model", "agreeing"), [("llama-1b", 0.97), ("llama-8b", 0.93)])
+def test_squeezed_is_whether_libtpu_rematerialized(model, agreeing):
+    """The need over the limit <=> libtpu logged a rematerialization: 175 of 180 llama-1b
+    compiles, 68 of 73 llama-8b (the others within 5% of the limit but one, 10%)."""
+    pr = predictor(model)
+    every = compiled(model)
+    same = sum(pr.predict(c["policy"], c["batch"]).squeezed == bool(c["libtpu_remat"])
+               for c in every)
+    assert same / len(every) >= agreeing
+
+
+@pytest.mark.parametrize("model", sorted(RECORD))
+def test_a_squeezed_allocation_lands_near_the_limit(model):
+    """Compiles libtpu rematerialized and that fit: the predicted allocation within 8% of XLA's
+    (measured -4.9%..+7.2% on llama-1b, 13 compiles; -5.8%..+4.3% on llama-8b, 22), where the
+    need alone is up to 29.4% / 20.2% over it."""
+    pr = predictor(model)
+    errors, needs = [], []
+    for c in compiled(model, squeezed=True, fits=True):
+        p = pr.predict(c["policy"], c["batch"])
+        errors.append(p.allocation_bytes / c["allocation_bytes"] - 1)
+        needs.append(p.device_bytes / c["allocation_bytes"] - 1)
+    assert len(errors) >= 10
+    assert max(map(abs, errors)) <= 0.08
+    assert max(needs) > 0.15
+
+
+def test_under_the_limit_the_allocation_is_the_need_and_over_it_the_landing():
+    pr = predictor("llama-1b")
+    small, large = pr.predict("names:*=remat", 4), pr.predict("names:*=device", 28)
+    assert not small.squeezed and small.allocation_bytes == small.device_bytes
+    assert large.squeezed and large.device_bytes > 20 * GIB
+    assert large.allocation_bytes == round(SQUEEZE_LANDING * large.remat_limit_bytes)
+    assert any("rematerialization limit" in line for line in large.explain())
+    usable = 15.75 * GIB  # v5e; the baseline's unaliased arguments and program below
+    base = Baseline.from_dict(RECORD["llama-1b"]["baselines"][0])
+    assert large.remat_limit_bytes == int(usable * 95 // 100) - base.unaliased_argument_bytes \
+        - base.program_bytes
+
+
+def test_no_limit_off_tpu():
+    base = Baseline.from_dict({**RECORD["llama-1b"]["baselines"][0], "target": "gpu:h100:1x1x4"})
+    p = Predictor((base,)).predict("names:*=device", 28)
+    assert p.remat_limit_bytes is None and not p.squeezed
+    assert p.allocation_bytes == p.device_bytes
