@@ -18,16 +18,15 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-_UNITS = {"": 1, "B": 1, "K": 2**10, "KiB": 2**10, "M": 2**20, "MiB": 2**20, "G": 2**30,
-          "GiB": 2**30, "T": 2**40, "TiB": 2**40}
+from hloscope.parsers.compile_log import parse_compile_log
+from hloscope.units import parse_bytes
+
 _SIZE = r"([\d.]+)\s*(B|[KMGT](?:iB)?)?"
 _LIMIT = re.compile(
     rf"XLA::TPU (?P<stage>[\w ]+?) rematerialization limit {_SIZE} = (?P<percent>\d+)% hbm "
     rf"\({_SIZE}\) - \(arguments \({_SIZE}\) - aliased_output\({_SIZE}\)\) - "
     rf"overlays \({_SIZE}\)")
 _REDUCTION = re.compile(rf"XLA::TPU rematerialization hbm reduction:\s+{_SIZE} => {_SIZE}")
-_SHORT = re.compile(r"Can't reduce memory use below .*?\((\d+) bytes\) by rematerialization; "
-                    r"only reduced to .*?\((\d+) bytes\), down from .*?\((\d+) bytes\)")
 _SEQUENCE = re.compile(rf"Chose min-memory (\w+) sequence: {_SIZE}")
 
 
@@ -66,14 +65,15 @@ class LibtpuLog:
 
 
 def _bytes(number: str, unit: str | None) -> int:
-    return round(float(number) * _UNITS[unit or ""])
+    return parse_bytes(number + (unit or ""))
 
 
 def parse_libtpu_log(text: str) -> LibtpuLog:
     """The rematerialization lines of a libtpu log (a compile.log or tpu_driver.INFO)."""
     reductions = [(_bytes(*m.group(1, 2)), _bytes(*m.group(3, 4)))
                   for m in _REDUCTION.finditer(text)]
-    exact = [(int(m.group(3)), int(m.group(2))) for m in _SHORT.finditer(text)]
+    exact = [(m.original_bytes, m.required_bytes) for m in parse_compile_log(text).messages
+             if m.kind == "remat-warning" and m.original_bytes is not None]
     limits = list(_LIMIT.finditer(text))
     remats = []
     for index, match in enumerate(limits):

@@ -171,9 +171,10 @@ class Prediction:
     def allocation_bytes(self) -> int:
         """What XLA is predicted to allocate: the need, or where libtpu rematerializes, where
         its allocation lands (SQUEEZE_LANDING × the limit)."""
-        if not self.squeezed or self.remat_limit_bytes is None:
+        limit = self.remat_limit_bytes
+        if limit is None or self.device_bytes <= limit:
             return self.device_bytes
-        return min(self.device_bytes, round(SQUEEZE_LANDING * self.remat_limit_bytes))
+        return min(self.device_bytes, round(SQUEEZE_LANDING * limit))
 
     @property
     def host_bytes(self) -> int:
@@ -189,9 +190,9 @@ class Prediction:
 
     def explain(self) -> list[str]:
         lines = [term.explain() for term in self.device_terms]
-        if self.squeezed and self.remat_limit_bytes is not None:
+        if self.squeezed:
             lines.append(f"= {format_bytes(self.device_bytes)} needed, over libtpu's "
-                         f"rematerialization limit {format_bytes(self.remat_limit_bytes)} "
+                         f"rematerialization limit {format_bytes(self.remat_limit_bytes or 0)} "
                          f"({XLA_TPU_REMAT_PERCENT}% of the usable HBM less unaliased "
                          f"arguments and the program): XLA recomputes to get under it; "
                          f"allocation predicted at {SQUEEZE_LANDING:g} × the limit, "
