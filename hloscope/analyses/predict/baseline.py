@@ -5,7 +5,8 @@ allocation per memory space (XLA's memory-usage report of the main module: the d
 what libtpu compares with the usable HBM; `memory_analysis()` otherwise), the part of it that
 does not scale with the batch (the model state live at the peak: weights, optimizer state,
 gradients, outputs and constants, from the live set `analyses/memory` finds at the peak, the
-categories `analyses/oom/categories.py` names), and what the roofline step estimate reads
+categories `analyses/oom/categories.py` names), the live peak inside the span of its layer loops
+against the program's (`analyses/memory/layer_span.py`), and what the roofline step estimate reads
 (hloscope's FLOPs and HBM bytes of the optimized HLO, collective and host-link bytes). It is
 stored as a small JSON record (`to_dict`), so a predictor fixture needs no HLO; the sweeps
 layer reads it from a build folder (`sweeps.frontier_run.baseline_from_build`).
@@ -36,6 +37,8 @@ class Baseline:
     source: str  # where allocation_bytes comes from
     unaliased_argument_bytes: int = 0  # arguments not aliased with an output (the batch)
     program_bytes: int = 0  # XLA's generated code (libtpu's program overlays live in HBM)
+    live_peak_bytes: int = 0  # hloscope's live peak of the program (0: not measured)
+    layer_span_peak_bytes: int = 0  # its live peak from the first layer loop to the last
 
     @property
     def transformer(self) -> TransformerConfig:
@@ -60,6 +63,14 @@ def mesh_ways(config: TransformerConfig, target: str) -> MeshWays:
     parsed = parse_target(target)
     plan = plan_mesh(config, parsed.num_slices, parsed.devices_per_slice)
     return MeshWays(plan.batch_ways, plan.ici_tensor)
+
+
+def layer_span_headroom(baseline: Baseline) -> int:
+    """How far the baseline's live peak is above its peak inside the layer loops' span (0 when
+    not measured, or when its peak is inside the span)."""
+    if not baseline.layer_span_peak_bytes:
+        return 0
+    return max(0, baseline.live_peak_bytes - baseline.layer_span_peak_bytes)
 
 
 def baseline_tokens(baseline: Baseline) -> int:

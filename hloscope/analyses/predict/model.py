@@ -9,6 +9,12 @@ A_B, of which F does not scale with the batch: `baseline.py`) and the config, fo
          + L·Σ_device n(t) - Σ_device n(t)         each kept name: L layers hold it, and the
                                                    backward working set of B, which recomputes
                                                    one layer's residuals, no longer holds it
+         - min(that, H(t))                         with no name offloaded: H is `full`'s
+                                                   live peak above its peak inside the layer
+                                                   loops' span (`analyses/memory/layer_span.py`;
+                                                   libtpu may run the loss's logits after the
+                                                   backward loop): the kept stacks fill that
+                                                   headroom before they raise the peak
          + 3·Σ_offload n(t)                        offloaded names (OFFLOAD_DEVICE_COPIES;
                                                    host memory holds their L layers)
          + 4 B × parameters per device             with k > 1 micro-batches (and a baseline
@@ -28,7 +34,8 @@ with n(t) the bytes of one layer's name on one device (`spec/tensors.py`'s close
 second `full` baseline at another batch, F and the slope come from the line through the two
 `full` allocations around t instead (piecewise linear over every baseline; the two largest
 above them), but only at or above the smallest baseline's tokens: below it the line's intercept
-can be negative, and the program is scaled from the smallest baseline alone. On TPU that
+can be negative, and the program is scaled from the smallest baseline alone (H alike, in
+proportion to the tokens there). On TPU that
 over-predicts small programs: libtpu keeps temporaries in on-chip VMEM when they fit, so the
 HBM allocation falls faster than the tokens (tiny / v5e at 8 sequences per device: 11.7 MB
 compiled, 30 MB predicted; tests/analyses/predict).
@@ -52,10 +59,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from hloscope.analyses.oom.analytic import parameters_per_device, state_bytes_per_parameter
 from hloscope.analyses.oom.remedies import ACCUMULATOR_BYTES
-from hloscope.analyses.predict.baseline import Baseline, baseline_tokens, mesh_ways
+from hloscope.analyses.predict.baseline import (
+    Baseline,
+    baseline_tokens,
+    layer_span_headroom,
+    mesh_ways,
+)
 from hloscope.analyses.predict.flops import recompute_flops_per_token
 from hloscope.analyses.roofline import estimate_step
 from hloscope.devices import get_device
@@ -71,6 +84,8 @@ from hloscope.spec.tensors import (
     tokens_per_device,
 )
 from hloscope.units import format_bytes
+
+_Knot = TypeVar("_Knot")
 
 INPUT_BYTES_PER_TOKEN = 8
 """Token ids and targets, int32 each (workloads/transformer.py's batch)."""
@@ -240,7 +255,8 @@ class Predictor:
         tokens = tokens_per_device(config, ways.batch)
         per_name = {t.name: tensor_bytes(t, config, ways.batch, ways.tensor)
                     for t in block_tensors(config) if t.name in names}
-        device = self._scaling_terms(tokens) + _name_terms(config, choices, per_name)
+        kept = _name_terms(config, choices, per_name)
+        device = self._scaling_terms(tokens) + kept + self._headroom_terms(choices, kept, tokens)
         device += self._accumulator(config, micro_batches, tokens)
         host = [Term(f"layers × {name} offloaded", config.n_layers, per_name[name])
                 for name, choice in choices.items() if choice == "offload"]
@@ -267,21 +283,49 @@ class Predictor:
         (llama-1b / v5e:2x2, seq 2048: +1.52 GiB per sequence over 1-4, +1.20 over 4-6, +1.50
         over 6-7), so each compiled `full` is a knot of a piecewise-linear fit."""
         knots = sorted({baseline_tokens(b): b for b in self.baselines}.items())
-        t0, base = knots[0]
-        if len(knots) == 1 or tokens < t0:
+        segment = _segment(knots, tokens)
+        if segment is None:
+            t0, base = knots[0]
             fixed = base.fixed_bytes
             slope = (base.allocation_bytes - fixed) / t0
             source = "live at the baseline's peak"
         else:
-            index = next((i for i in range(1, len(knots)) if tokens <= knots[i][0]),
-                         len(knots) - 1)
-            (low, lower), (high, upper) = knots[index - 1], knots[index]
+            (low, lower), (high, upper) = segment
             slope = (upper.allocation_bytes - lower.allocation_bytes) / (high - low)
             fixed = round(lower.allocation_bytes - slope * low)
             source = f"line through the `full` baselines at {low} and {high} tokens"
         return [Term(f"model state ({source})", 1, fixed),
                 Term("tokens × full remat's bytes per token (layer inputs, temporaries)",
                      tokens, slope)]
+
+    def _headroom_terms(self, choices: dict[str, str], kept: list[Term],
+                        tokens: int) -> list[Term]:
+        """The kept stacks that fit under `full`'s peak outside its layer loops. Not where a
+        name is offloaded: libtpu then runs the loss's logits before the backward layer loop,
+        where the stacks are live (llama-1b / v5e:2x2, seq 2048, per-device batches 3 and 6,
+        six offload policies: each program's peak inside the span, its peak after the backward
+        loop 5.7-7.4 GiB against `full`'s 8.5 and 12.9)."""
+        if "offload" in choices.values():
+            return []
+        added, headroom = sum(term.value for term in kept), self._span_headroom(tokens)
+        if added <= 0 or headroom <= 0:
+            return []
+        return [Term("of the kept stacks under `full`'s peak outside its layer loops", -1,
+                     min(added, headroom))]
+
+    def _span_headroom(self, tokens: int) -> int:
+        """`full`'s live peak above its layer span's (`layer_span_headroom`) at `tokens`, on the
+        allocation's piecewise-linear fit; 0 where a baseline did not measure it."""
+        if any(not b.layer_span_peak_bytes for b in self.baselines):
+            return 0
+        knots = sorted({baseline_tokens(b): layer_span_headroom(b)
+                        for b in self.baselines}.items())
+        segment = _segment(knots, tokens)
+        if segment is None:
+            t0, headroom = knots[0]
+            return max(0, round(headroom * tokens / t0))
+        (low, lower), (high, upper) = segment
+        return max(0, round(lower + (upper - lower) * (tokens - low) / (high - low)))
 
     def _accumulator(self, config: TransformerConfig, micro_batches: int,
                      tokens: int) -> list[Term]:
@@ -329,6 +373,16 @@ class Predictor:
                                  base.collective_bytes, moved, moved,
                                  num_slices=target.num_slices)
         return estimate.overlapped_seconds
+
+
+def _segment(knots: list[tuple[int, _Knot]],
+             tokens: int) -> tuple[tuple[int, _Knot], tuple[int, _Knot]] | None:
+    """The two knots (tokens, value) whose line holds `tokens`: those around it, or the two
+    largest where it is above them all; None with one knot or below the smallest."""
+    if len(knots) == 1 or tokens < knots[0][0]:
+        return None
+    index = next((i for i in range(1, len(knots)) if tokens <= knots[i][0]), len(knots) - 1)
+    return knots[index - 1], knots[index]
 
 
 def _kept_names(config: TransformerConfig) -> tuple[str, ...]:
