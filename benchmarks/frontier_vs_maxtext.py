@@ -250,7 +250,8 @@ def main() -> int:
     lines += ["", "(b) prediction errors (predicted / compiled - 1; 'held': the figure the search "
               "held when it chose to compile the candidate; 'calibrated': the figure it holds for "
               "an uncompiled one, the prediction raised by its nearest compiled neighbour's "
-              "error where that compile showed the predictor low):"] + error_lines
+              "error where that compile showed the predictor low; both as allocations, squeezed "
+              "to libtpu's landing where over its remat limit):"] + error_lines
     for label, value, count in (("the predictor alone", worst, len(raw)),
                                 ("as the search predicts", worst_used, len(used))):
         lines.append(f"    worst {label}: {value:.1%} over {count} compiled candidates: "
@@ -344,9 +345,9 @@ def _prediction_errors(args: argparse.Namespace, result: Any, predictor: Predict
                            prediction.allocation_bytes / built.required_bytes - 1))
             neighbours = [Candidate(predictor.predict(r["policy"], batch), r["compiled_bytes"])
                           for r in result.rows if r["batch"] == batch and r["compiled_bytes"]]
+            held = prediction.allocation_for(calibrated(Candidate(prediction), neighbours))
             errors.append(("random, calibrated", f"{batch // data_ways}:{policy}",
-                           calibrated(Candidate(prediction), neighbours)
-                           / built.required_bytes - 1))
+                           held / built.required_bytes - 1))
         else:
             lines.append(f"    random {batch // data_ways}:{_short(policy)}: "
                          f"{'out of memory' if built.required_bytes else 'compile failed'}"

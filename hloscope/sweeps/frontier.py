@@ -61,7 +61,7 @@ class Candidate:
     compiled_ok: bool = True  # the compile succeeded (False: an error, never chosen)
     folder: str | None = None
     calibrated_bytes: int = 0  # the search's figure: compiled, or predicted + a neighbour's error
-    held_bytes: int | None = None  # the search's figure when it chose to compile it
+    held_bytes: int | None = None  # the allocation of its figure when it chose to compile it
     compiled_step_s: float | None = None  # the compiled program's own roofline estimate
 
     @property
@@ -297,7 +297,8 @@ class FrontierSearch:
         for candidate in wanted:
             size, folder = built[candidate.prediction.policy][:2]
             candidate.compiled_step_s = self.steps.get((candidate.prediction.policy, batch))
-            candidate.held_bytes = candidate.calibrated_bytes or candidate.prediction.device_bytes
+            candidate.held_bytes = candidate.prediction.allocation_for(
+                candidate.calibrated_bytes or candidate.prediction.device_bytes)
             candidate.compiled_ok = size is not None
             candidate.compiled_bytes = size if size is not None else 0
             candidate.folder = folder

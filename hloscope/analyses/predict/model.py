@@ -186,10 +186,15 @@ class Prediction:
     def allocation_bytes(self) -> int:
         """What XLA is predicted to allocate: the need, or where libtpu rematerializes, where
         its allocation lands (SQUEEZE_LANDING × the limit)."""
+        return self.allocation_for(self.device_bytes)
+
+    def allocation_for(self, need: int) -> int:
+        """The allocation of a program of this target that needs `need` bytes (the frontier
+        search's figure raised by a compiled neighbour's error, say)."""
         limit = self.remat_limit_bytes
-        if limit is None or self.device_bytes <= limit:
-            return self.device_bytes
-        return min(self.device_bytes, round(SQUEEZE_LANDING * limit))
+        if limit is None or need <= limit:
+            return need
+        return min(need, round(SQUEEZE_LANDING * limit))
 
     @property
     def host_bytes(self) -> int:

@@ -83,3 +83,14 @@ def test_no_limit_off_tpu():
     p = Predictor((base,)).predict("names:*=device", 28)
     assert p.remat_limit_bytes is None and not p.squeezed
     assert p.allocation_bytes == p.device_bytes
+
+
+def test_any_need_is_squeezed_to_the_same_landing():
+    """The frontier search's figure for a candidate (its need raised by a compiled neighbour's
+    error) becomes an allocation by the same rule as the prediction's own need."""
+    p = predictor("llama-1b").predict("names:*=remat", 4)
+    limit = p.remat_limit_bytes
+    assert p.allocation_for(p.device_bytes) == p.allocation_bytes
+    assert p.allocation_for(limit) == limit
+    assert p.allocation_for(limit + 1) == round(SQUEEZE_LANDING * limit)
+    assert p.allocation_for(2 * limit) == round(SQUEEZE_LANDING * limit)
