@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hloscope.analyses.oom.categories import INPUTS, MODEL_STATE, breakdown, category_bytes
-from hloscope.analyses.predict.baseline import Baseline
+from hloscope.analyses.predict.baseline import Baseline, remat_percent_flag
 from hloscope.devices import memory_budget
 from hloscope.errors import UsageError
 from hloscope.spec.policies import parse_variant
@@ -110,4 +110,5 @@ def baseline_from_build(folder: Path) -> Baseline:
                     build.config.to_dict(), allocation, loaded.reported_host_bytes or 0, fixed,
                     int(cost.flops), int(cost.bytes_accessed), int(cost.collective_bytes), source,
                     figures.argument_bytes - figures.alias_bytes, figures.generated_code_bytes,
-                    live.peak_bytes, span.peak_bytes if span else 0)
+                    live.peak_bytes, span.peak_bytes if span else 0,
+                    remat_percent_flag(build.manifest.get("flags") or {}))

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from hloscope.analyses.predict.model import Predictor
 from hloscope.cli.main import cli
 from hloscope.parsers.libtpu_log import parse_libtpu_log
+from hloscope.sweeps.frontier_run import baseline_from_build
 
 MIB = 2**20
 
@@ -34,3 +36,10 @@ def test_a_build_captures_libtpus_rematerialization(tmp_path: Path):
     assert remat.argument_bytes == pytest.approx(figures["argument_bytes"], abs=0.006 * MIB)
     assert remat.aliased_bytes == pytest.approx(figures["alias_bytes"], abs=0.006 * MIB)
     assert remat.reached is False and remat.after_bytes <= remat.before_bytes
+    # the predictor reads the build's percent: its limit is libtpu's, and every policy over it
+    baseline = baseline_from_build(folder)
+    assert baseline.remat_percent == 0
+    prediction = Predictor((baseline,)).predict("names:*=remat", 64)
+    assert prediction.remat_limit_bytes == remat.limit_bytes == 0 and prediction.squeezed
+    assert prediction.allocation_bytes == prediction.device_bytes  # how far: not predicted
+    assert any("0% of the usable HBM" in line for line in prediction.explain())

@@ -39,6 +39,7 @@ class Baseline:
     program_bytes: int = 0  # XLA's generated code (libtpu's program overlays live in HBM)
     live_peak_bytes: int = 0  # hloscope's live peak of the program (0: not measured)
     layer_span_peak_bytes: int = 0  # its live peak from the first layer loop to the last
+    remat_percent: int | None = None  # libtpu's remat limit flag where the build set it
 
     @property
     def transformer(self) -> TransformerConfig:
@@ -63,6 +64,23 @@ def mesh_ways(config: TransformerConfig, target: str) -> MeshWays:
     parsed = parse_target(target)
     plan = plan_mesh(config, parsed.num_slices, parsed.devices_per_slice)
     return MeshWays(plan.batch_ways, plan.ici_tensor)
+
+
+REMAT_PERCENT_FLAG = "--xla_jf_rematerialization_percent_shared_memory_limit"
+
+
+def remat_percent_flag(flags: dict[str, Any]) -> int | None:
+    """The percent a build's flags (its manifest's `flags`: the user's list, the environment's
+    variables) give libtpu's rematerialization limit; None where they leave libtpu's default."""
+    words = list(flags.get("user") or [])
+    for value in (flags.get("environment") or {}).values():
+        words += str(value).split()
+    found = None
+    for word in words:
+        name, _, value = word.partition("=")
+        if name == REMAT_PERCENT_FLAG and value.strip().isdigit():
+            found = int(value)
+    return found
 
 
 def layer_span_headroom(baseline: Baseline) -> int:

@@ -64,6 +64,7 @@ from typing import TypeVar
 from hloscope.analyses.oom.analytic import parameters_per_device, state_bytes_per_parameter
 from hloscope.analyses.oom.remedies import ACCUMULATOR_BYTES
 from hloscope.analyses.predict.baseline import (
+    REMAT_PERCENT_FLAG,
     Baseline,
     baseline_tokens,
     layer_span_headroom,
@@ -112,7 +113,8 @@ arguments not aliased with an output and the program's overlays. Its log states 
 (/tmp/tpu_logs/tpu_driver.INFO, or stderr with TPU_STDERR_LOG_LEVEL=0; libtpu 0.0.42.1):
 `XLA::TPU post optimization rematerialization limit 14.93G = 95% hbm (14.96G) - (arguments
 (4.03G) - aliased_output(4.03G)) - overlays (26.50M)` (llama-1b / v5e:2x2, 15.75 GiB usable;
-libtpu's --xla_jf_rematerialization_percent_shared_memory_limit sets the percent). Overlays are
+libtpu's --xla_jf_rematerialization_percent_shared_memory_limit sets the percent: the predictor
+takes it from the baseline's build flags, `Baseline.remat_percent`). Overlays are
 taken as the baseline's generated code (35.5 MB there): the limit is within 0.41% of the one
 libtpu logged for each of the 124 rematerialized compiles of the squeeze fixture. A program
 whose schedule needs more is rematerialized until libtpu's tracker puts it under (`hbm
@@ -171,6 +173,7 @@ class Prediction:
     tokens: int  # tokens per step (the global batch × sequence)
     choices: dict[str, str] = field(default_factory=dict)
     remat_limit_bytes: int | None = None  # libtpu's rematerialization limit (TPU only)
+    remat_percent: int = XLA_TPU_REMAT_PERCENT  # of the usable HBM, the limit's percent
 
     @property
     def device_bytes(self) -> int:
@@ -192,8 +195,8 @@ class Prediction:
         """The allocation of a program of this target that needs `need` bytes (the frontier
         search's figure raised by a compiled neighbour's error, say)."""
         limit = self.remat_limit_bytes
-        if limit is None or need <= limit:
-            return need
+        if limit is None or need <= limit or limit == 0:
+            return need  # a 0% limit: libtpu recomputes what it can, how much is not predicted
         return min(need, round(SQUEEZE_LANDING * limit))
 
     @property
@@ -210,15 +213,16 @@ class Prediction:
 
     def explain(self) -> list[str]:
         lines = [term.explain() for term in self.device_terms]
-        if self.squeezed:
-            lines.append(f"= {format_bytes(self.device_bytes)} needed, over libtpu's "
-                         f"rematerialization limit {format_bytes(self.remat_limit_bytes or 0)} "
-                         f"({XLA_TPU_REMAT_PERCENT}% of the usable HBM less unaliased "
-                         f"arguments and the program): XLA recomputes to get under it; "
-                         f"allocation predicted at {SQUEEZE_LANDING:g} × the limit, "
-                         f"{format_bytes(self.allocation_bytes)}, at an unpredicted cost in "
-                         f"step time")
-        return lines
+        if not self.squeezed:
+            return lines
+        landing = (f"allocation predicted at {SQUEEZE_LANDING:g} × the limit, "
+                   f"{format_bytes(self.allocation_bytes)}" if self.remat_limit_bytes else
+                   "how far it gets is not predicted (allocation: the need)")
+        return lines + [f"= {format_bytes(self.device_bytes)} needed, over libtpu's "
+                        f"rematerialization limit {format_bytes(self.remat_limit_bytes or 0)} "
+                        f"({self.remat_percent}% of the usable HBM less unaliased arguments "
+                        f"and the program): XLA recomputes to get under it; {landing}, at an "
+                        f"unpredicted cost in step time"]
 
     def to_dict(self) -> dict:
         return {"policy": self.policy, "batch": self.batch, "micro_batches": self.micro_batches,
@@ -245,6 +249,8 @@ class Predictor:
         first = self.baselines[0]
         if any(b.target != first.target for b in self.baselines):
             raise UsageError("the baselines are compiled for different targets")
+        if any(b.remat_percent != first.remat_percent for b in self.baselines):
+            raise UsageError(f"the baselines are compiled with different {REMAT_PERCENT_FLAG}")
 
     @property
     def base(self) -> Baseline:
@@ -267,19 +273,24 @@ class Predictor:
                 for name, choice in choices.items() if choice == "offload"]
         flop_terms = self._flop_terms(config, choices, ways.tensor, ways.batch)
         prediction = Prediction(policy, batch, micro_batches, device, host, flop_terms, None,
-                                batch * config.seq_len, choices, self._remat_limit())
+                                batch * config.seq_len, choices, self._remat_limit(),
+                                self._remat_percent())
         step = self._step_seconds(config, prediction, ways.batch)
         return dataclasses.replace(prediction, step_seconds=step)
 
     def _remat_limit(self) -> int | None:
-        """libtpu's rematerialization limit for the baseline's program (XLA_TPU_REMAT_PERCENT);
-        None off TPU."""
+        """libtpu's rematerialization limit for the baseline's program (XLA_TPU_REMAT_PERCENT,
+        or the percent the baseline's build gave it); None off TPU."""
         target = parse_target(self.base.target)
         usable = target.device.usable_memory_bytes
         if target.backend != "tpu" or usable is None:
             return None
-        return (usable * XLA_TPU_REMAT_PERCENT // 100 - self.base.unaliased_argument_bytes
-                - self.base.program_bytes)
+        return max(0, usable * self._remat_percent() // 100
+                   - self.base.unaliased_argument_bytes - self.base.program_bytes)
+
+    def _remat_percent(self) -> int:
+        percent = self.base.remat_percent
+        return XLA_TPU_REMAT_PERCENT if percent is None else percent
 
     def _scaling_terms(self, tokens: int) -> list[Term]:
         """`full` at `tokens`: scaled from the smallest baseline below it (or with one

@@ -4,13 +4,15 @@ fixtures/make_squeeze_fixture.py: llama-1b / v5e:2x2 and llama-8b / v5e:4x4, seq
 `full` builds as baselines), and against the rule written out by hand."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from hloscope.analyses.predict.baseline import Baseline
+from hloscope.analyses.predict.baseline import Baseline, remat_percent_flag
 from hloscope.analyses.predict.model import SQUEEZE_LANDING, Predictor
+from hloscope.errors import UsageError
 
 FIXTURE = Path(__file__).parents[3] / "fixtures" / "predict" / "llama-v5e-squeezed.json"
 RECORD = json.loads(FIXTURE.read_text())
@@ -94,3 +96,29 @@ def test_any_need_is_squeezed_to_the_same_landing():
     assert p.allocation_for(limit) == limit
     assert p.allocation_for(limit + 1) == round(SQUEEZE_LANDING * limit)
     assert p.allocation_for(2 * limit) == round(SQUEEZE_LANDING * limit)
+
+
+@pytest.mark.parametrize(("flags", "percent"), [
+    ({"user": [], "environment": {}}, None),
+    ({"user": ["--xla_jf_rematerialization_percent_shared_memory_limit=80"]}, 80),
+    ({"environment": {"LIBTPU_INIT_ARGS": "--xla_tpu_foo=1 "
+                      "--xla_jf_rematerialization_percent_shared_memory_limit=90"}}, 90),
+    ({"user": ["--xla_jf_rematerialization_percent_shared_memory_limit=70",
+               "--xla_jf_rematerialization_percent_shared_memory_limit=60"]}, 60),
+    ({"user": ["--xla_jf_rematerialization_percent_shared_memory_limit"]}, None),
+])
+def test_the_remat_percent_a_build_gave_libtpu(flags, percent):
+    assert remat_percent_flag(flags) == percent
+
+
+def test_the_limit_follows_the_baselines_percent():
+    base = Baseline.from_dict(RECORD["llama-1b"]["baselines"][0])
+    default = Predictor((base,)).predict("names:*=remat", 4)
+    eighty = Predictor((dataclasses.replace(base, remat_percent=80),)).predict(
+        "names:*=remat", 4)
+    usable = round(15.75 * GIB)
+    assert default.remat_limit_bytes - eighty.remat_limit_bytes == \
+        usable * 95 // 100 - usable * 80 // 100
+    assert eighty.remat_percent == 80 and default.remat_percent == 95
+    with pytest.raises(UsageError, match="different"):
+        Predictor((base, dataclasses.replace(base, remat_percent=80)))
