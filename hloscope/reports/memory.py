@@ -7,6 +7,7 @@ timeline (live bytes at each top-level instruction); JSON the whole result.
 from __future__ import annotations
 
 from hloscope.analyses.memory.analysis import BufferRow, Group, MemoryResult, TimelineStep
+from hloscope.analyses.memory.layer_span import LayerSpan
 from hloscope.analyses.memory.story import MemoryStory
 from hloscope.reports.paths import with_relative_sources
 from hloscope.reports.report import Column, Quantity, Report, Table
@@ -62,9 +63,20 @@ def _summary(result: MemoryResult) -> list:
     summary += [
         ("peak at", f"{peak_position(result)} ({result.peak_phase})"),
         ("peak op_name", result.peak_op_name or "(none)"),
-        ("buffers", Quantity(result.buffer_count, "int")),
     ]
-    return summary
+    if result.layer_span is not None:
+        summary.append(("layer loops", _span_line(result.layer_span)))
+    return summary + [("buffers", Quantity(result.buffer_count, "int"))]
+
+
+def _span_line(span: LayerSpan) -> str:
+    """Where the peak is against the span of the layer loops, which saved activations live
+    through."""
+    loops = f"{span.first_loop} .. {span.last_loop}: at most {format_bytes(span.peak_bytes)}"
+    if span.headroom_bytes <= 0:
+        return f"{loops}; the peak is inside them"
+    return (f"{loops}; the peak is outside them, {format_bytes(span.headroom_bytes)} above: "
+            f"saved activations up to that much more fit under it")
 
 
 def _device_spaces(story: MemoryStory) -> str:

@@ -85,7 +85,6 @@ def baseline_from_build(folder: Path) -> Baseline:
     """The baseline figures of a `hloscope build` folder of a `full` policy."""
     from hloscope.analyses.cost.flops import flops
     from hloscope.analyses.memory.analysis import memory
-    from hloscope.analyses.memory.layer_span import layer_span
     from hloscope.formats.build import read_build
     from hloscope.loader.build import load_build
 
@@ -105,7 +104,7 @@ def baseline_from_build(folder: Path) -> Baseline:
     if allocation is None:
         allocation, source = build.result.memory.allocated_bytes, "memory_analysis allocation"
     figures = build.result.memory
-    span = layer_span(live, loaded.module)
+    span = live.layer_span
     return Baseline(build.manifest.get("model", ""), build.target, build.variant,
                     build.config.to_dict(), allocation, loaded.reported_host_bytes or 0, fixed,
                     int(cost.flops), int(cost.bytes_accessed), int(cost.collective_bytes), source,

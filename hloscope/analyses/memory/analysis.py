@@ -30,6 +30,7 @@ from hloscope.analyses.arguments import pytree_path
 from hloscope.analyses.cost.attribution import split
 from hloscope.analyses.cost.phases import layer_number, scope_path
 from hloscope.analyses.memory.heap import AllocationEstimate, estimate_allocation
+from hloscope.analyses.memory.layer_span import LayerSpan, layer_span
 from hloscope.analyses.memory.layers import LOOP_BODY, ScannedLayers
 from hloscope.analyses.memory.liveness import Liveness, analyze_liveness
 from hloscope.analyses.memory.liveness.categories import CATEGORY_ORDER, Classifier, path_components
@@ -160,6 +161,7 @@ class MemoryResult(DataFrames):
     basis: str = BASIS
     layer_working_set: LayerWorkingSet | None = None  # with `stacked_layers` (memory())
     allocation_estimate: AllocationEstimate | None = None
+    layer_span: LayerSpan | None = None  # the entry's layer loops, first to last (memory())
 
     @property
     def estimated_allocation_bytes(self) -> int | None:
@@ -225,6 +227,7 @@ class MemoryResult(DataFrames):
             "timeline": [step.to_dict() for step in self.timeline],
             "layer_working_set": None if self.layer_working_set is None
             else self.layer_working_set.to_dict(),
+            "layer_span": None if self.layer_span is None else self.layer_span.to_dict(),
             "story": self.story.to_dict(),
         }
         if self.xla is not None:
@@ -261,6 +264,8 @@ def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None
         liveness = analyze_liveness(module, root)
         builder = _Builder(module, liveness, backend or detect_backend(module), scope_depth)
         result = builder.result(xla)
+        if root is None:
+            result.layer_span = layer_span(result, module)
         if stacked_layers:
             result.layer_working_set = layer_working_set(
                 liveness, builder.classifier, builder.on_device, stacked_layers)

@@ -12,10 +12,13 @@ then fill the headroom between the two before they raise the peak.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from hloscope.analyses.cost.layer_loops import LayerLoops
-from hloscope.analyses.memory.analysis import MemoryResult, TimelineStep
 from hloscope.model.module import HloModule
+
+if TYPE_CHECKING:
+    from hloscope.analyses.memory.analysis import MemoryResult, TimelineStep
 
 
 @dataclass(frozen=True, slots=True)

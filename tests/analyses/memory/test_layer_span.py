@@ -3,14 +3,17 @@ its loops, and the CPU compiles of `oracles/scanned_programs.py` (scanned, unrol
 micro-batched layers)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import compile_dump_oracle
 
 import hloscope
 from hloscope.analyses.memory.analysis import memory
 from hloscope.analyses.memory.layer_span import layer_span
+from hloscope.cli.main import cli
 
 _LOOP = """{name}_cond {{
   {name}_cp = (s32[], f32[1024]) parameter(0)
@@ -98,3 +101,18 @@ def test_compiled_programs(compiled, name, spanned):
         loops = [i.name for i in module.entry.instructions if i.opcode == "while"]
         assert (span.first_loop, span.last_loop) == (loops[0], loops[-1])
         assert 0 <= span.peak_bytes <= result.peak_bytes
+
+
+def test_memory_says_where_the_peak_is_against_the_loops(tmp_path):
+    """`hloscope memory` prints the span and, as JSON, its figures (`layer_span`)."""
+    path = tmp_path / "m.hlo"
+    path.write_text(scoped(TWO_LOOPS_THEN_A_PEAK))
+    text = CliRunner().invoke(cli, ["memory", str(path)])
+    assert text.exit_code == 0, text.output
+    line = next(line for line in text.output.splitlines() if line.startswith("layer loops:"))
+    assert "forward .. backward" in line and "the peak is outside them" in line
+    shown = json.loads(CliRunner().invoke(cli, ["memory", str(path), "--format", "json"]).output)
+    module = hloscope.load(scoped(TWO_LOOPS_THEN_A_PEAK))
+    span = layer_span(memory(module), module)
+    assert shown["layer_span"] == span.to_dict()
+    assert shown["layer_span"]["program_peak_bytes"] == shown["peak_bytes"]
