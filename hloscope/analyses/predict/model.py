@@ -9,12 +9,13 @@ A_B, of which F does not scale with the batch: `baseline.py`) and the config, fo
          + L·Σ_device n(t) - Σ_device n(t)         each kept name: L layers hold it, and the
                                                    backward working set of B, which recomputes
                                                    one layer's residuals, no longer holds it
-         - min(that, H(t))                         with no name offloaded: H is `full`'s
-                                                   live peak above its peak inside the layer
-                                                   loops' span (`analyses/memory/layer_span.py`;
-                                                   libtpu may run the loss's logits after the
-                                                   backward loop): the kept stacks fill that
-                                                   headroom before they raise the peak
+         - min(that, H(t))                         with no name offloaded and k = 1: H is
+                                                   `full`'s live peak above its peak inside
+                                                   the layer loops' span (`analyses/memory/
+                                                   layer_span.py`; libtpu may run the loss's
+                                                   logits after the backward loop): the kept
+                                                   stacks fill that headroom before they
+                                                   raise the peak
          + 3·Σ_offload n(t)                        offloaded names (OFFLOAD_DEVICE_COPIES;
                                                    host memory holds their L layers)
          + 4 B × parameters per device             with k > 1 micro-batches (and a baseline
@@ -267,7 +268,9 @@ class Predictor:
         per_name = {t.name: tensor_bytes(t, config, ways.batch, ways.tensor)
                     for t in block_tensors(config) if t.name in names}
         kept = _name_terms(config, choices, per_name)
-        device = self._scaling_terms(tokens) + kept + self._headroom_terms(choices, kept, tokens)
+        device = self._scaling_terms(tokens) + kept
+        if micro_batches == 1:  # an accumulation loop reschedules the step: not measured
+            device += self._headroom_terms(choices, kept, tokens)
         device += self._accumulator(config, micro_batches, tokens)
         host = [Term(f"layers × {name} offloaded", config.n_layers, per_name[name])
                 for name, choice in choices.items() if choice == "offload"]

@@ -100,3 +100,11 @@ def test_no_term_with_a_name_offloaded_or_without_the_figures():
                                layer_span_peak_bytes=0)
     unmeasured = Predictor((base,)).predict("names:attn_out=device", batch)
     assert all(t.what != HEADROOM for t in unmeasured.device_terms)
+
+
+def test_no_term_with_micro_batches():
+    """An accumulation loop around the step reschedules it: the headroom was not measured
+    there."""
+    batch = RECORD["llama-1b"]["baselines"][0]["config"]["batch"]
+    accumulated = _one(GIB).predict("names:attn_out=device", 2 * batch, micro_batches=2)
+    assert all(t.what != HEADROOM for t in accumulated.device_terms)
