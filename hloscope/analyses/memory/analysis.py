@@ -265,7 +265,7 @@ def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None
         builder = _Builder(module, liveness, backend or detect_backend(module), scope_depth)
         result = builder.result(xla)
         if root is None:
-            result.layer_span = layer_span(result, module)
+            result.layer_span = layer_span(result.timeline, result.peak_bytes, module)
         if stacked_layers:
             result.layer_working_set = layer_working_set(
                 liveness, builder.classifier, builder.on_device, stacked_layers)

@@ -11,14 +11,21 @@ then fill the headroom between the two before they raise the peak.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from hloscope.analyses.cost.layer_loops import LayerLoops
 from hloscope.model.module import HloModule
 
-if TYPE_CHECKING:
-    from hloscope.analyses.memory.analysis import MemoryResult, TimelineStep
+
+class TimelineEntry(Protocol):
+    """One top-level instruction of a memory timeline (`analysis.TimelineStep`)."""
+
+    step: int
+    instruction: str
+    live_bytes: int
+    inner_peak_bytes: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,19 +46,20 @@ class LayerSpan:
         return {**asdict(self), "headroom_bytes": self.headroom_bytes}
 
 
-def layer_span(result: MemoryResult, module: HloModule) -> LayerSpan | None:
-    """The span of `module`'s entry-level layer loops in `result`'s timeline (the entry's); None
-    without both a forward and a backward loop (unscanned layers, a forward-only program, or a
-    micro-batch loop around both)."""
+def layer_span(timeline: Sequence[TimelineEntry], peak_bytes: int,
+               module: HloModule) -> LayerSpan | None:
+    """The span of `module`'s entry-level layer loops in the entry's `timeline` (whose program
+    peaks at `peak_bytes`); None without both a forward and a backward loop (unscanned layers,
+    a forward-only program, or a micro-batch loop around both)."""
     loops = {name for computation, name in LayerLoops(module).loops
              if computation == module.entry_name}
-    steps = [step for step in result.timeline if step.instruction in loops]
+    steps = [step for step in timeline if step.instruction in loops]
     if len(steps) < 2:
         return None
     first, last = steps[0], steps[-1]
-    inside = [_most(step) for step in result.timeline if first.step <= step.step <= last.step]
-    return LayerSpan(first.instruction, last.instruction, max(inside), result.peak_bytes)
+    inside = [_most(step) for step in timeline if first.step <= step.step <= last.step]
+    return LayerSpan(first.instruction, last.instruction, max(inside), peak_bytes)
 
 
-def _most(step: TimelineStep) -> int:
+def _most(step: TimelineEntry) -> int:
     return max(step.live_bytes, step.inner_peak_bytes or 0)

@@ -12,7 +12,6 @@ from conftest import compile_dump_oracle
 
 import hloscope
 from hloscope.analyses.memory.analysis import memory
-from hloscope.analyses.memory.layer_span import layer_span
 from hloscope.cli.main import cli
 
 _LOOP = """{name}_cond {{
@@ -59,7 +58,7 @@ def scoped(text: str) -> str:
 def test_the_span_runs_from_the_forward_loop_to_the_backward_and_its_peak_is_below():
     module = hloscope.load(scoped(TWO_LOOPS_THEN_A_PEAK))
     result = memory(module)
-    span = layer_span(result, module)
+    span = result.layer_span
     assert span is not None
     assert (span.first_loop, span.last_loop) == ("forward", "backward")
     assert span.program_peak_bytes == result.peak_bytes >= 4 * (1024 + 1024 + 8192)
@@ -77,7 +76,7 @@ def test_one_loop_is_no_span():
   ROOT h = f32[1024] get-tuple-element(forward), index=1
 }"""
     module = hloscope.load(scoped(text))
-    assert layer_span(memory(module), module) is None
+    assert memory(module).layer_span is None
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +94,7 @@ def test_compiled_programs(compiled, name, spanned):
     dump, described = compiled
     module = hloscope.load(dump, module=described[name]["module"])
     result = memory(module)
-    span = layer_span(result, module)
+    span = result.layer_span
     assert (span is not None) == spanned
     if span is not None:
         loops = [i.name for i in module.entry.instructions if i.opcode == "while"]
@@ -112,7 +111,6 @@ def test_memory_says_where_the_peak_is_against_the_loops(tmp_path):
     line = next(line for line in text.output.splitlines() if line.startswith("layer loops:"))
     assert "forward .. backward" in line and "the peak is outside them" in line
     shown = json.loads(CliRunner().invoke(cli, ["memory", str(path), "--format", "json"]).output)
-    module = hloscope.load(scoped(TWO_LOOPS_THEN_A_PEAK))
-    span = layer_span(memory(module), module)
-    assert shown["layer_span"] == span.to_dict()
+    result = memory(hloscope.load(scoped(TWO_LOOPS_THEN_A_PEAK)))
+    assert shown["layer_span"] == result.layer_span.to_dict()
     assert shown["layer_span"]["program_peak_bytes"] == shown["peak_bytes"]
