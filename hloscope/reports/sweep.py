@@ -7,7 +7,7 @@ from hloscope.analyses.summary.variant import BuildSummary
 from hloscope.reports.cells import not_available
 from hloscope.reports.report import Column, Quantity, Report, Table
 from hloscope.sweeps.core import SweepResult
-from hloscope.units import format_bytes
+from hloscope.units import format_bytes, format_flops
 
 _VARIANT_COLUMNS = [
     Column("variant", "variant"),
@@ -289,17 +289,25 @@ def _closed_form_lines(hlo: Any) -> list:
             ("    kernels (XLA counts them as 0)", kernels)]
 
 
-def _libtpu_remat_lines(remat: Any) -> list:
-    """What libtpu's log says it recomputed to bring the program under its memory limit."""
+def _libtpu_remat_lines(remat: Any, hlo: Any) -> list:
+    """What libtpu's log says it recomputed to bring the program under its memory limit, and
+    what the recompute costs: the FLOPs of XLA's `.remat` clones in the optimized program."""
     if remat is None:
         return []
     limit = (f"its limit {format_bytes(remat.limit_bytes)} ({remat.percent}% of the HBM less "
              f"unaliased arguments and overlays)")
     if remat.before_bytes is None or remat.after_bytes is None:
-        return [("libtpu rematerialized", f"over {limit}")]
-    outcome = "under it" if remat.reached else "not under it (later passes may still fit it)"
-    return [("libtpu rematerialized", f"its schedule needed {format_bytes(remat.before_bytes)}"
-             f" > {limit}; recomputed to {format_bytes(remat.after_bytes)}, {outcome}")]
+        lines = [("libtpu rematerialized", f"over {limit}")]
+    else:
+        outcome = "under it" if remat.reached else "not under it (later passes may still fit it)"
+        lines = [("libtpu rematerialized",
+                  f"its schedule needed {format_bytes(remat.before_bytes)} > {limit}; "
+                  f"recomputed to {format_bytes(remat.after_bytes)}, {outcome}")]
+    if hlo is not None and hlo.total_flops:
+        share = hlo.xla_remat_flops / hlo.total_flops
+        lines.append(("  its recompute", f"{format_flops(hlo.xla_remat_flops)} in XLA's .remat "
+                      f"clones, {share:.1%} of the step's FLOPs"))
+    return lines
 
 
 def _build_summary(summary: BuildSummary) -> list:
@@ -318,7 +326,7 @@ def _build_summary(summary: BuildSummary) -> list:
         ("global batch", figures.batch),
         ("device memory needed", Quantity(figures.required_bytes, "bytes")),
         ("  from", figures.required_source),
-        *_libtpu_remat_lines(figures.libtpu_remat),
+        *_libtpu_remat_lines(figures.libtpu_remat, hlo),
         ("capacity", Quantity(figures.capacity_bytes, "bytes")
          if figures.capacity_bytes is not None else not_available(UNKNOWN_MEMORY)),
         ("live peak", Quantity(hlo.live_peak_bytes if hlo else None, "bytes")),

@@ -8,12 +8,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import hloscope
+from hloscope.analyses.cost.flops import cost_analysis, costed_charges
 from hloscope.analyses.predict.model import Predictor
 from hloscope.cli.main import cli
 from hloscope.parsers.libtpu_log import parse_libtpu_log
 from hloscope.sweeps.frontier_run import baseline_from_build
 
 MIB = 2**20
+XLA_FLAG = "--xla-flag=--xla_jf_rematerialization_percent_shared_memory_limit=0"
 
 
 @pytest.mark.compile
@@ -25,7 +28,7 @@ def test_a_build_captures_libtpus_rematerialization(tmp_path: Path):
     result = CliRunner().invoke(cli, [
         "build", "--model", "tiny", "--target", "tpu:v5e:2x2", "--seq", "512", "--batch", "64",
         "--policy", "full", "-o", str(folder),
-        "--xla-flag=--xla_jf_rematerialization_percent_shared_memory_limit=0",
+        XLA_FLAG,
         "--format", "json"])
     assert result.exit_code == 0, result.output
     shown = json.loads(result.output[result.output.index("{"):])["figures"]["libtpu_remat"]
@@ -43,3 +46,26 @@ def test_a_build_captures_libtpus_rematerialization(tmp_path: Path):
     assert prediction.remat_limit_bytes == remat.limit_bytes == 0 and prediction.squeezed
     assert prediction.allocation_bytes == prediction.device_bytes  # how far: not predicted
     assert any("0% of the usable HBM" in line for line in prediction.explain())
+    # what the recompute costs: XLA's `.remat` clones, about as many FLOPs as the instructions
+    # they clone (0.5% apart here: the fusions around each differ after later passes), shown
+    # beside libtpu's line
+    costs = _flops_by_instruction(hloscope.load(folder / "dump"))
+    clones = [name for name in costs if ".remat" in name]
+    assert clones
+    cloned = sum(costs[name.split(".remat")[0]] for name in clones)
+    hlo = json.loads(result.output[result.output.index("{"):])["figures"]["hlo"]
+    assert hlo["xla_remat_flops"] == sum(costs[name] for name in clones) > 0
+    assert hlo["xla_remat_flops"] == pytest.approx(cloned, rel=0.01)
+    text = CliRunner().invoke(cli, ["build", "--model", "tiny", "--target", "tpu:v5e:2x2",
+                                    "--seq", "512", "--batch", "64", "--policy", "full",
+                                    "-o", str(folder), "--force", XLA_FLAG])
+    share = hlo["xla_remat_flops"] / hlo["total_flops"]
+    assert f"XLA's .remat clones, {share:.1%} of the step's FLOPs" in text.output
+
+
+def _flops_by_instruction(module) -> dict[str, int]:
+    """FLOPs of each top-level instruction (a fusion: all it fuses), loop trips applied."""
+    totals: dict[str, int] = {}
+    for charge in costed_charges(cost_analysis(module)):
+        totals[charge.top.name] = totals.get(charge.top.name, 0) + charge.cost.flops
+    return totals

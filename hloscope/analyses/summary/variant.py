@@ -79,6 +79,9 @@ class HloFigures:
     # costed by their closed form; their FLOPs are part of total_flops.
     closed_form_flops: int = 0
     closed_form_kernels: tuple[str, ...] = ()
+    # hloscope.analyses.cost.remat: FLOPs of XLA's own `.remat` clones (libtpu's recompute
+    # under memory pressure); part of total_flops.
+    xla_remat_flops: int = 0
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,8 @@ def hlo_figures(module: HloModule, build: BuildFolder) -> HloFigures:
         ici_collective_bytes=None if links is None else links.ici_bytes,
         unknown_link_collective_bytes=None if links is None else links.unknown_bytes,
         closed_form_flops=costs.closed_form_flops,
-        closed_form_kernels=tuple(c.kernel for c in costs.closed_form))
+        closed_form_kernels=tuple(c.kernel for c in costs.closed_form),
+        xla_remat_flops=recomputed.xla_remat_flops)
 
 
 def collective_links(module: HloModule, build: BuildFolder) -> CollectivesResult | None:
