@@ -108,6 +108,8 @@ def baseline_from_build(folder: Path) -> Baseline:
     return Baseline(build.manifest.get("model", ""), build.target, build.variant,
                     build.config.to_dict(), allocation, loaded.reported_host_bytes or 0, fixed,
                     int(cost.flops), int(cost.bytes_accessed), int(cost.collective_bytes), source,
-                    figures.argument_bytes - figures.alias_bytes, figures.generated_code_bytes,
-                    live.peak_bytes, span.peak_bytes if span else 0,
-                    remat_percent_flag(build.manifest.get("flags") or {}))
+                    unaliased_argument_bytes=figures.argument_bytes - figures.alias_bytes,
+                    program_bytes=figures.generated_code_bytes, live_peak_bytes=live.peak_bytes,
+                    layer_span_peak_bytes=span.peak_bytes if span else 0,
+                    outside_span_peak_bytes=span.outside_peak_bytes if span else 0,
+                    remat_percent=remat_percent_flag(build.manifest.get("flags") or {}))

@@ -36,6 +36,7 @@ class LayerSpan:
     last_loop: str
     peak_bytes: int
     program_peak_bytes: int
+    outside_peak_bytes: int = 0  # the most live before the first loop or after the last
 
     @property
     def headroom_bytes(self) -> int:
@@ -58,7 +59,9 @@ def layer_span(timeline: Sequence[TimelineEntry], peak_bytes: int,
         return None
     first, last = steps[0], steps[-1]
     inside = [_most(step) for step in timeline if first.step <= step.step <= last.step]
-    return LayerSpan(first.instruction, last.instruction, max(inside), peak_bytes)
+    outside = [_most(step) for step in timeline if not first.step <= step.step <= last.step]
+    return LayerSpan(first.instruction, last.instruction, max(inside), peak_bytes,
+                     max(outside, default=0))
 
 
 def _most(step: TimelineEntry) -> int:

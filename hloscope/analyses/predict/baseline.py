@@ -39,6 +39,7 @@ class Baseline:
     program_bytes: int = 0  # XLA's generated code (libtpu's program overlays live in HBM)
     live_peak_bytes: int = 0  # hloscope's live peak of the program (0: not measured)
     layer_span_peak_bytes: int = 0  # its live peak from the first layer loop to the last
+    outside_span_peak_bytes: int = 0  # its live peak before the first or after the last
     remat_percent: int | None = None  # libtpu's remat limit flag where the build set it
 
     @property
@@ -89,6 +90,14 @@ def layer_span_headroom(baseline: Baseline) -> int:
     if not baseline.layer_span_peak_bytes:
         return 0
     return max(0, baseline.live_peak_bytes - baseline.layer_span_peak_bytes)
+
+
+def peak_above_outside(baseline: Baseline) -> int:
+    """How far the baseline's live peak is above its peak outside the layer loops' span (0
+    when not measured, or when its peak is outside)."""
+    if not baseline.outside_span_peak_bytes:
+        return 0
+    return max(0, baseline.live_peak_bytes - baseline.outside_span_peak_bytes)
 
 
 def baseline_tokens(baseline: Baseline) -> int:

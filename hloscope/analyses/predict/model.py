@@ -58,7 +58,7 @@ itself ("+2 layers × 8 MiB mlp_hidden kept").
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -70,6 +70,7 @@ from hloscope.analyses.predict.baseline import (
     baseline_tokens,
     layer_span_headroom,
     mesh_ways,
+    peak_above_outside,
 )
 from hloscope.analyses.predict.flops import recompute_flops_per_token
 from hloscope.analyses.roofline import estimate_step
@@ -92,8 +93,10 @@ _Knot = TypeVar("_Knot")
 INPUT_BYTES_PER_TOKEN = 8
 """Token ids and targets, int32 each (workloads/transformer.py's batch)."""
 OFFLOAD_DEVICE_COPIES = 3.0
-"""Device bytes of an offloaded name, in units of one layer's bytes of it, whatever the number
-of layers (the stacked residual itself lives in pinned host memory): the staging copies of the
+"""Where the baselines' layer spans are not measured (unscanned layers, older fixtures) or with
+an accumulation loop: device bytes of an offloaded name, in units of one layer's bytes of it,
+whatever the number of layers (the stacked residual itself lives in pinned host memory): the
+staging copies of the
 host transfers and the loop restructuring around them (`hloscope compare` of llama-1b with
 mlp_gate kept on the device and offloaded, the other three names kept, per-device batch 3:
 4,791 -> 8,227 instructions, +530 MiB of temporaries at the peak, among them a 384 MiB layout
@@ -107,6 +110,23 @@ it). Not a per-layer cost: 1.5 per layer (the tiny fit) predicted 24 on llama-1b
 one of these within 5% of the allocation on llama-1b and within 16% on tiny (whose 7 names
 offloaded at once cost 2.1 x their sum at batch 128); the frontier search calibrates by its
 compiled neighbours and compiles to confirm."""
+
+OFFLOAD_FETCHED_LAYERS = 1.0
+"""Device bytes of an offloaded name at a peak in the backward layer loop, in layers of it: the
+slice fetched back from the host for the layer being differentiated (`hloscope compare` of
+llama-8b / v5e:4x4 `full` and query_proj + mlp_up offloaded at per-device batch 1: the peak's
+new buffers are bf16[1,1,2048,4096] and bf16[1,1,2048,14336], one layer of each; all four
+offloaded at batch 4: +576 MiB live, one layer of each)."""
+LOSS_IN_SPAN_BYTES = 2**28
+"""What the loss holds, run inside the layer loops of a program that offloads a name, beyond
+`full`'s peak outside the loops, the scan's stack of layer inputs and the kept names' stacks:
+0.05 to 1.16 GiB over llama-1b / v5e:2x2's offloaded programs at per-device batches 2 to 6
+(50 compiles of fixtures/predict/llama-v5e-squeezed.json; median 0.26 to 0.48 GiB by batch:
+among what differs, the unsharded [vocab, d_model] embedding gradient, 501 MiB against the
+sharded 125 MiB at `full`'s post-backward moment). 0.25 GiB gives the least worst error over
+the fixture's 77 offloaded programs at the baselines' batches: −7.9% to +5.0% on llama-1b (69),
+−1.7% to −0.2% on llama-8b (8), against −10.1% to +3.7% and −0.7% to +8.7% with
+OFFLOAD_DEVICE_COPIES."""
 
 XLA_TPU_REMAT_PERCENT = 95
 """libtpu's memory-pressure rematerialization limit, in percent of the usable HBM, less the
@@ -267,10 +287,11 @@ class Predictor:
         tokens = tokens_per_device(config, ways.batch)
         per_name = {t.name: tensor_bytes(t, config, ways.batch, ways.tensor)
                     for t in block_tensors(config) if t.name in names}
-        kept = _name_terms(config, choices, per_name)
+        kept = _kept_terms(config, choices, per_name)
         device = self._scaling_terms(tokens) + kept
         if micro_batches == 1:  # an accumulation loop reschedules the step: not measured
             device += self._headroom_terms(choices, kept, tokens)
+        device += self._offload_terms(config, choices, per_name, tokens, micro_batches)
         device += self._accumulator(config, micro_batches, tokens)
         host = [Term(f"layers × {name} offloaded", config.n_layers, per_name[name])
                 for name, choice in choices.items() if choice == "offload"]
@@ -326,25 +347,62 @@ class Predictor:
         loop 5.7-7.4 GiB against `full`'s 8.5 and 12.9)."""
         if "offload" in choices.values():
             return []
-        added, headroom = sum(term.value for term in kept), self._span_headroom(tokens)
+        added, headroom = _total(kept), self._span_headroom(tokens)
         if added <= 0 or headroom <= 0:
             return []
         return [Term("of the kept stacks under `full`'s peak outside its layer loops", -1,
                      min(added, headroom))]
 
     def _span_headroom(self, tokens: int) -> int:
-        """`full`'s live peak above its layer span's (`layer_span_headroom`) at `tokens`, on the
-        allocation's piecewise-linear fit; 0 where a baseline did not measure it."""
-        if any(not b.layer_span_peak_bytes for b in self.baselines):
+        """`full`'s live peak above its layer span's (`layer_span_headroom`) at `tokens`; 0
+        where a baseline did not measure it."""
+        if not self._spans_measured():
             return 0
-        knots = sorted({baseline_tokens(b): layer_span_headroom(b)
-                        for b in self.baselines}.items())
+        return self._interpolated(tokens, layer_span_headroom)
+
+    def _spans_measured(self) -> bool:
+        return all(b.layer_span_peak_bytes and b.outside_span_peak_bytes
+                   for b in self.baselines)
+
+    def _interpolated(self, tokens: int, figure: Callable[[Baseline], int]) -> int:
+        """A baseline figure at `tokens`, on the allocation's piecewise-linear fit (in
+        proportion to the tokens below the smallest baseline or with one), at least 0."""
+        knots = sorted({baseline_tokens(b): figure(b) for b in self.baselines}.items())
         segment = _segment(knots, tokens)
         if segment is None:
-            t0, headroom = knots[0]
-            return max(0, round(headroom * tokens / t0))
+            t0, value = knots[0]
+            return max(0, round(value * tokens / t0))
         (low, lower), (high, upper) = segment
         return max(0, round(lower + (upper - lower) * (tokens - low) / (high - low)))
+
+    def _offload_terms(self, config: TransformerConfig, choices: dict[str, str],
+                       per_name: dict[str, int], tokens: int, micro_batches: int) -> list[Term]:
+        """What offloading costs on the device. With the baselines' layer spans measured (and
+        no accumulation loop), the larger of two moments: the backward loop, which holds one
+        layer of each offloaded name fetched back (OFFLOAD_FETCHED_LAYERS); and the loss,
+        which libtpu then runs inside the layer loops, where the scan's stack of layer inputs
+        and every layer of the kept names are live over `full`'s peak outside the loops
+        (LOSS_IN_SPAN_BYTES). Otherwise OFFLOAD_DEVICE_COPIES layers of each."""
+        offloaded = [name for name, choice in choices.items() if choice == "offload"]
+        if not offloaded:
+            return []
+        if micro_batches > 1 or not self._spans_measured():
+            return [Term(f"× {name} offloaded (staging on the device, measured)",
+                         OFFLOAD_DEVICE_COPIES, per_name[name]) for name in offloaded]
+        fetched = [Term(f"layer × {name} offloaded, fetched back in the backward loop",
+                        OFFLOAD_FETCHED_LAYERS, per_name[name]) for name in offloaded]
+        inputs = next(t for t in block_tensors(config) if t.name == "norm1")  # [b, s, h]
+        ways = mesh_ways(config, self.base.target)
+        loss = [Term("layers × the scan's layer inputs, live at the loss, which runs inside the "
+                     "layer loops once a name is offloaded", config.n_layers,
+                     tensor_bytes(inputs, config, ways.batch, ways.tensor)),
+                *[Term(f"layer × {name} kept, all layers live at the loss", 1, per_name[name])
+                  for name, choice in choices.items() if choice == "device"],
+                Term("the loss inside the layer loops, beyond those (measured)", 1,
+                     LOSS_IN_SPAN_BYTES),
+                Term("`full`'s peak above its peak outside the layer loops", -1,
+                     self._interpolated(tokens, peak_above_outside))]
+        return loss if _total(loss) > _total(fetched) else fetched
 
     def _accumulator(self, config: TransformerConfig, micro_batches: int,
                      tokens: int) -> list[Term]:
@@ -410,7 +468,7 @@ def _kept_names(config: TransformerConfig) -> tuple[str, ...]:
     return tuple(name for name in block_names(config) if name != "mlp_out")
 
 
-def _name_terms(config: TransformerConfig, choices: dict[str, str],
+def _kept_terms(config: TransformerConfig, choices: dict[str, str],
                 per_name: dict[str, int]) -> list[Term]:
     layers = config.n_layers
     terms = []
@@ -419,10 +477,11 @@ def _name_terms(config: TransformerConfig, choices: dict[str, str],
             terms += [Term(f"layers × {name} kept", layers, per_name[name]),
                       Term(f"layer × {name} no longer recomputed in the backward working set",
                            -1, per_name[name])]
-        elif choice == "offload":
-            terms.append(Term(f"× {name} offloaded (staging on the device, measured)",
-                              OFFLOAD_DEVICE_COPIES, per_name[name]))
     return terms
+
+
+def _total(terms: list[Term]) -> int:
+    return sum(term.value for term in terms)
 
 
 def predictor(baselines: Sequence[Baseline]) -> Predictor:

@@ -40,11 +40,11 @@ def test_the_limit_is_libtpus(model):
         assert limit == pytest.approx(c["libtpu_remat"]["limit_bytes"], rel=0.005)
 
 
-@pytest.mark.parametrize(("model", "agreeing"), [("llama-1b", 0.98), ("llama-8b", 0.93)])
+@pytest.mark.parametrize(("model", "agreeing"), [("llama-1b", 0.99), ("llama-8b", 1.0)])
 def test_squeezed_is_whether_libtpu_rematerialized(model, agreeing):
-    """The need over the limit <=> libtpu logged a rematerialization: 178 of 180 llama-1b
-    compiles (175 before the kept stacks filled `full`'s headroom above its layer loops), 68 of
-    73 llama-8b (the others within 5% of the limit but one, 10%)."""
+    """The need over the limit <=> libtpu logged a rematerialization: 182 of 183 llama-1b
+    compiles and 73 of 73 llama-8b (175 of 180 and 68 of 73 before the layer loops' span was
+    measured: the kept stacks under `full`'s headroom, offload's two moments)."""
     pr = predictor(model)
     every = compiled(model)
     same = sum(pr.predict(c["policy"], c["batch"]).squeezed == bool(c["libtpu_remat"])
@@ -55,8 +55,8 @@ def test_squeezed_is_whether_libtpu_rematerialized(model, agreeing):
 @pytest.mark.parametrize("model", sorted(RECORD))
 def test_a_squeezed_allocation_lands_near_the_limit(model):
     """Compiles libtpu rematerialized and that fit: the predicted allocation within 8% of XLA's
-    (measured -4.9%..+7.2% on llama-1b, 13 compiles; -5.8%..+4.3% on llama-8b, 22), where the
-    need alone is up to 24.0% / 20.2% over it."""
+    (measured -4.9%..+7.2% on llama-1b, 14 compiles; -5.8%..+4.3% on llama-8b, 22), where the
+    need alone is up to 24.0% / 12.1% over it."""
     pr = predictor(model)
     errors, needs = [], []
     for c in compiled(model, squeezed=True, fits=True):
@@ -65,7 +65,7 @@ def test_a_squeezed_allocation_lands_near_the_limit(model):
         needs.append(p.device_bytes / c["allocation_bytes"] - 1)
     assert len(errors) >= 10
     assert max(map(abs, errors)) <= 0.08
-    assert max(needs) > 0.15
+    assert max(needs) > 0.10
 
 
 def test_under_the_limit_the_allocation_is_the_need_and_over_it_the_landing():
