@@ -16,8 +16,17 @@ A_B, of which F does not scale with the batch: `baseline.py`) and the config, fo
                                                    logits after the backward loop): the kept
                                                    stacks fill that headroom before they
                                                    raise the peak
-         + 3·Σ_offload n(t)                        offloaded names (OFFLOAD_DEVICE_COPIES;
-                                                   host memory holds their L layers)
+         + max(Σ_offload n(t),                     offloaded names (host memory holds their
+               L·r(t) + Σ_device n(t) + X - D(t))  L layers), with k = 1 and the spans
+                                                   measured: the backward loop holds one layer
+                                                   of each fetched back (OFFLOAD_FETCHED_LAYERS),
+                                                   or the loss, which libtpu then runs inside
+                                                   the loops, holds the scan's L layer inputs
+                                                   r, every kept layer and X (LOSS_IN_SPAN_BYTES)
+                                                   over `full`'s peak outside the loops (D:
+                                                   how far `full`'s peak is above it);
+                                                   otherwise 3·Σ_offload n(t)
+                                                   (OFFLOAD_DEVICE_COPIES)
          + 4 B × parameters per device             with k > 1 micro-batches (and a baseline
                                                    without): an fp32 gradient accumulator
                                                    (`oom/remedies.py`),
