@@ -135,7 +135,9 @@ among what differs, the unsharded [vocab, d_model] embedding gradient, 501 MiB a
 sharded 125 MiB at `full`'s post-backward moment). 0.25 GiB gives the least worst error over
 the fixture's 77 offloaded programs at the baselines' batches: −7.9% to +5.0% on llama-1b (69),
 −1.7% to −0.2% on llama-8b (8), against −10.1% to +3.7% and −0.7% to +8.7% with
-OFFLOAD_DEVICE_COPIES."""
+OFFLOAD_DEVICE_COPIES. Taken as that gradient beyond its shard, V·d·2·(1 − 1/ways) (0.37 GiB
+on llama-1b, 0.92 on llama-8b), llama-1b fits worse (−7.9% to +6.2%); a constant likely
+under-counts for a much larger vocabulary × d_model."""
 
 XLA_TPU_REMAT_PERCENT = 95
 """libtpu's memory-pressure rematerialization limit, in percent of the usable HBM, less the
