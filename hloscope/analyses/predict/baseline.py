@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from hloscope.spec.config import TransformerConfig
+from hloscope.spec.flags import CompileFlags
 from hloscope.spec.mesh import plan_mesh
 from hloscope.spec.targets import parse_target
 from hloscope.spec.tensors import tokens_per_device
@@ -73,15 +74,8 @@ REMAT_PERCENT_FLAG = "--xla_jf_rematerialization_percent_shared_memory_limit"
 def remat_percent_flag(flags: dict[str, Any]) -> int | None:
     """The percent a build's flags (its manifest's `flags`: the user's list, the environment's
     variables) give libtpu's rematerialization limit; None where they leave libtpu's default."""
-    words = list(flags.get("user") or [])
-    for value in (flags.get("environment") or {}).values():
-        words += str(value).split()
-    found = None
-    for word in words:
-        name, _, value = word.partition("=")
-        if name == REMAT_PERCENT_FLAG and value.strip().isdigit():
-            found = int(value)
-    return found
+    value = CompileFlags.from_dict(flags).value(REMAT_PERCENT_FLAG)
+    return int(value) if value is not None and value.strip().isdigit() else None
 
 
 def layer_span_headroom(baseline: Baseline) -> int:

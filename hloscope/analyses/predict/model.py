@@ -402,11 +402,9 @@ class Predictor:
                          OFFLOAD_DEVICE_COPIES, per_name[name]) for name in offloaded]
         fetched = [Term(f"layer × {name} offloaded, fetched back in the backward loop",
                         OFFLOAD_FETCHED_LAYERS, per_name[name]) for name in offloaded]
-        inputs = next(t for t in block_tensors(config) if t.name == "norm1")  # [b, s, h]
-        ways = mesh_ways(config, self.base.target)
         loss = [Term("layers × the scan's layer inputs, live at the loss, which runs inside the "
                      "layer loops once a name is offloaded", config.n_layers,
-                     tensor_bytes(inputs, config, ways.batch, ways.tensor)),
+                     per_name["norm1"]),  # the norm's output has the layer input's [b, s, h]
                 *[Term(f"layer × {name} kept, all layers live at the loss", 1, per_name[name])
                   for name, choice in choices.items() if choice == "device"],
                 Term("the loss inside the layer loops, beyond those (measured)", 1,
