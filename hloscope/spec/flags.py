@@ -68,17 +68,6 @@ class CompileFlags:
         data = data or {}
         return cls(tuple(data.get("user") or ()), dict(data.get("environment") or {}))
 
-    def value(self, name: str) -> str | None:
-        """The value the compile gives flag `name` (`--name`): the last one of the recorded
-        variables, then of the user's flags, which `apply` puts after them; None when unset."""
-        words = [word for value in self.environment.values() for word in value.split()]
-        found = None
-        for word in (*words, *self.user):
-            flag, _, value = word.partition("=")
-            if flag == name:
-                found = value
-        return found
-
     def apply(self, env: dict[str, str], backend: str) -> dict[str, str]:
         """`env` (a child's environment) with the recorded variables and the user's flags."""
         result = dict(env)

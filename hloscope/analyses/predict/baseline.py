@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from hloscope.spec.config import TransformerConfig
+from hloscope.spec.flag_values import flag_value
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.mesh import plan_mesh
 from hloscope.spec.targets import parse_target
@@ -41,6 +42,7 @@ class Baseline:
     live_peak_bytes: int = 0  # hloscope's live peak of the program (0: not measured)
     layer_span_peak_bytes: int = 0  # its live peak from the first layer loop to the last
     outside_span_peak_bytes: int = 0  # its live peak before the first or after the last
+    deferred_bytes: int = 0  # made between the layer loops and held through the last one
     remat_percent: int | None = None  # libtpu's remat limit flag where the build set it
 
     @property
@@ -74,7 +76,7 @@ REMAT_PERCENT_FLAG = "--xla_jf_rematerialization_percent_shared_memory_limit"
 def remat_percent_flag(flags: dict[str, Any]) -> int | None:
     """The percent a build's flags (its manifest's `flags`: the user's list, the environment's
     variables) give libtpu's rematerialization limit; None where they leave libtpu's default."""
-    value = CompileFlags.from_dict(flags).value(REMAT_PERCENT_FLAG)
+    value = flag_value(CompileFlags.from_dict(flags), REMAT_PERCENT_FLAG)
     return int(value) if value is not None and value.strip().isdigit() else None
 
 
