@@ -74,9 +74,14 @@ def _span_line(span: LayerSpan) -> str:
     through."""
     loops = f"{span.first_loop} .. {span.last_loop}: at most {format_bytes(span.peak_bytes)}"
     if span.headroom_bytes <= 0:
-        return f"{loops}; the peak is inside them"
-    return (f"{loops}; the peak is outside them, {format_bytes(span.headroom_bytes)} above: "
-            f"saved activations up to that much more fit under it")
+        where = f"{loops}; the peak is inside them"
+    else:
+        where = (f"{loops}; the peak is outside them, {format_bytes(span.headroom_bytes)} "
+                 f"above: saved activations up to that much more fit under it")
+    if span.deferred_bytes <= 0:
+        return where
+    return (f"{where}; {format_bytes(span.deferred_bytes)} made between them is held through "
+            f"the last for later")
 
 
 def _device_spaces(story: MemoryStory) -> str:

@@ -112,4 +112,5 @@ def baseline_from_build(folder: Path) -> Baseline:
                     program_bytes=figures.generated_code_bytes, live_peak_bytes=live.peak_bytes,
                     layer_span_peak_bytes=span.peak_bytes if span else 0,
                     outside_span_peak_bytes=span.outside_peak_bytes if span else 0,
+                    deferred_bytes=span.deferred_bytes if span else 0,
                     remat_percent=remat_percent_flag(build.manifest.get("flags") or {}))

@@ -30,7 +30,7 @@ from hloscope.analyses.arguments import pytree_path
 from hloscope.analyses.cost.attribution import split
 from hloscope.analyses.cost.phases import layer_number, scope_path
 from hloscope.analyses.memory.heap import AllocationEstimate, estimate_allocation
-from hloscope.analyses.memory.layer_span import LayerSpan, layer_span
+from hloscope.analyses.memory.layer_span import LayerSpan, deferred_bytes, layer_span
 from hloscope.analyses.memory.layers import LOOP_BODY, ScannedLayers
 from hloscope.analyses.memory.liveness import Liveness, analyze_liveness
 from hloscope.analyses.memory.liveness.categories import CATEGORY_ORDER, Classifier, path_components
@@ -264,8 +264,10 @@ def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None
         liveness = analyze_liveness(module, root)
         builder = _Builder(module, liveness, backend or detect_backend(module), scope_depth)
         result = builder.result(xla)
-        if root is None:
-            result.layer_span = layer_span(result.timeline, result.peak_bytes, module)
+        span = layer_span(result.timeline, result.peak_bytes, module) if root is None else None
+        if span is not None:
+            result.layer_span = replace(
+                span, deferred_bytes=deferred_bytes(liveness, span, builder.on_device))
         if stacked_layers:
             result.layer_working_set = layer_working_set(
                 liveness, builder.classifier, builder.on_device, stacked_layers)

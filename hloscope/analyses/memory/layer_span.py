@@ -8,14 +8,23 @@ outside it: libtpu runs the loss's forward (`jvp(log_softmax)`, the f32 logits) 
 backward layer loop when it lowers the peak (llama-1b / v5e:2x2, seq 2048, `full` at per-device
 batch 6: 12.88 GiB live there, 12.09 GiB at most inside the span), and the stacks a policy keeps
 then fill the headroom between the two before they raise the peak.
+
+What the entry makes between the loops and keeps until after the last is *deferred* past the
+backward loop, live through all of it: libtpu computes llama-1b's embedding gradient after the
+backward loop and keeps the bf16 logits (bf16[6,2048,128256], 2.94 GiB at per-device batch 6)
+alive for it, the first thing its memory-pressure rematerialization recomputes instead once the
+cheaper gathered embedding table is not enough (`analyses/predict/model.py`).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from hloscope.analyses.cost.layer_loops import LayerLoops
+from hloscope.analyses.memory.liveness import Liveness
+from hloscope.analyses.memory.liveness.peak import live_at
+from hloscope.analyses.memory.liveness.values import Value
 from hloscope.model.module import HloModule
 
 
@@ -37,6 +46,7 @@ class LayerSpan:
     peak_bytes: int
     program_peak_bytes: int
     outside_peak_bytes: int = 0  # the most live before the first loop or after the last
+    deferred_bytes: int = 0  # made between the loops, live until after the last (`deferred`)
 
     @property
     def headroom_bytes(self) -> int:
@@ -66,3 +76,15 @@ def layer_span(timeline: Sequence[TimelineEntry], peak_bytes: int,
 
 def _most(step: TimelineEntry) -> int:
     return max(step.live_bytes, step.inner_peak_bytes or 0)
+
+
+def deferred_bytes(liveness: Liveness, span: LayerSpan, keep: Callable[[Value], bool]) -> int:
+    """Bytes of the values (those `keep` counts: the device's) that the entry makes after its
+    first layer loop and before its last, and that are live after the last: held through the
+    whole backward loop for something after it."""
+    program = liveness.program
+    times = {i.name: program.time[i] for i in program.root.instructions if i in program.time}
+    first, last = times[span.first_loop], times[span.last_loop]
+    return sum(value.bytes for value in live_at(liveness, last, keep=keep)
+               if program.computation_of.get(value.instruction) is program.root
+               and first < liveness.ranges[value.id][0] < last < liveness.ranges[value.id][1])

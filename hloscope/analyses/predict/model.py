@@ -58,7 +58,9 @@ ways.
 
 On TPU the figure above is what the program needs; libtpu does not let it allocate that when it
 exceeds its rematerialization limit (XLA_TPU_REMAT_PERCENT): it recomputes until the program is
-under, and the allocation lands near the limit (`Prediction.allocation_bytes`, SQUEEZE_LANDING).
+under, and the allocation lands near the limit (`Prediction.allocation_bytes`, SQUEEZE_LANDING),
+or, where it recomputes what `full` holds through its backward loop, well under it
+(DEFERRED_RECOMPUTE).
 The need decides whether a program is predicted to fit; the allocation is what XLA reports.
 
 Every figure is the sum of its `Term`s, each with its count and unit, so a prediction explains
@@ -88,6 +90,7 @@ from hloscope.errors import UsageError
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.targets import parse_target
 from hloscope.spec.tensors import (
+    DTYPE_BYTES,
     NAMED_PREFIX,
     block_names,
     block_tensors,
@@ -158,8 +161,23 @@ allocation (XLA's memory-usage report) over the limit was 0.924 to 1.051 on the 
 libtpu rematerialized and that fit, of the llama-1b / v5e:2x2 and llama-8b / v5e:4x4 frontier
 benchmarks (seq 2048; needs predicted 1.005 to 1.270 x the limit;
 fixtures/predict/llama-v5e-squeezed.json); 0.99 is about the middle: each allocation within
--5.8% .. +7.2% of this prediction. How deep the remat cuts depends on what it finds to
-recompute, which only a compile tells."""
+-5.8% .. +7.2% of this prediction. The low ones (0.92-0.97) are llama-1b programs where libtpu
+recomputed the logits it holds through the backward loop, which DEFERRED_RECOMPUTE predicts
+(-3.2% .. +2.3% there); where it does not apply the allocations are within -5.8% .. +4.3%."""
+
+DEFERRED_RECOMPUTE = "the gathered [vocab, d_model] table"
+"""What libtpu recomputes first under memory pressure, and what the next cut holds instead.
+llama-1b / v5e:2x2 (seq 2048, fixtures/predict/llama-v5e-squeezed.json): libtpu computes the
+embedding gradient after the backward layer loop and holds the bf16 logits through that loop
+for it (`Baseline.deferred_bytes`: 3.06 GiB in `full` at per-device batch 6). Its
+rematerialization first recomputes the all-gathered embedding table (bf16[128256,2048],
+0.49 GiB; the tracker's `hbm reduction` was 0.44-0.49 GiB on the two kept-name programs less
+than that over the limit); where that is not enough it recomputes the logits after the loop
+and holds the gathered table through it instead (`.remat` clones bf16[6,2048,128256] and
+bf16[128256,2048]; 0.55 GiB deferred left, 16.47G => 13.59G). The program's peak is then
+`full`'s peak outside the loops or its span less that cut plus the kept stacks, whichever is
+higher (attn_out and mlp_up kept at batch 6: 13.38 GiB live, 13.79 allocated, predicted
+13.49), not near the limit."""
 
 OFFLOAD_HBM_PASSES = 2
 """HBM traffic of an offloaded byte: read once when it goes to the host in the forward pass,
@@ -206,6 +224,9 @@ class Prediction:
     choices: dict[str, str] = field(default_factory=dict)
     remat_limit_bytes: int | None = None  # libtpu's rematerialization limit (TPU only)
     remat_percent: int = XLA_TPU_REMAT_PERCENT  # of the usable HBM, the limit's percent
+    first_cut_bytes: int = 0  # what libtpu recomputes first (DEFERRED_RECOMPUTE)
+    deferred_cut_bytes: int = 0  # then: the baseline's deferred bytes less that (0: none)
+    outside_floor_bytes: int = 0  # `full`'s allocation less its peak above its outside peak
 
     @property
     def device_bytes(self) -> int:
@@ -229,7 +250,18 @@ class Prediction:
         limit = self.remat_limit_bytes
         if limit is None or need <= limit or limit == 0:
             return need  # a 0% limit: libtpu recomputes what it can, how much is not predicted
-        return min(need, round(SQUEEZE_LANDING * limit))
+        landing = self.deferred_landing(need)
+        return landing if landing is not None else min(need, round(SQUEEZE_LANDING * limit))
+
+    def deferred_landing(self, need: int) -> int | None:
+        """Where a program needing `need` lands once libtpu recomputes what it holds through the
+        backward loop (DEFERRED_RECOMPUTE); None where it does not come to that (no deferred
+        bytes, or the first cut is enough) or that does not get it under the limit."""
+        limit = self.remat_limit_bytes
+        if not limit or self.deferred_cut_bytes <= 0 or need - limit <= self.first_cut_bytes:
+            return None
+        landing = max(need - self.deferred_cut_bytes, self.outside_floor_bytes)
+        return landing if landing <= limit else None
 
     @property
     def host_bytes(self) -> int:
@@ -250,6 +282,12 @@ class Prediction:
         landing = (f"allocation predicted at {SQUEEZE_LANDING:g} × the limit, "
                    f"{format_bytes(self.allocation_bytes)}" if self.remat_limit_bytes else
                    "how far it gets is not predicted (allocation: the need)")
+        if self.deferred_landing(self.device_bytes) is not None:
+            landing = (f"more than {format_bytes(self.first_cut_bytes)} over, it recomputes "
+                       f"what it holds through the backward loop "
+                       f"(-{format_bytes(self.deferred_cut_bytes)}, not below `full`'s peak "
+                       f"outside the loops, {format_bytes(self.outside_floor_bytes)}): "
+                       f"allocation predicted at {format_bytes(self.allocation_bytes)}")
         return lines + [f"= {format_bytes(self.device_bytes)} needed, over libtpu's "
                         f"rematerialization limit {format_bytes(self.remat_limit_bytes or 0)} "
                         f"({self.remat_percent}% of the usable HBM less unaliased arguments "
@@ -261,6 +299,7 @@ class Prediction:
                 "choices": self.choices, "device_bytes": self.device_bytes,
                 "allocation_bytes": self.allocation_bytes, "squeezed": self.squeezed,
                 "remat_limit_bytes": self.remat_limit_bytes,
+                "deferred_cut_bytes": self.deferred_cut_bytes,
                 "host_bytes": self.host_bytes, "flops": self.flops,
                 "step_seconds": self.step_seconds, "tokens_per_second": self.tokens_per_second,
                 "device_terms": [t.to_dict() for t in self.device_terms],
@@ -309,7 +348,8 @@ class Predictor:
         flop_terms = self._flop_terms(config, choices, ways.tensor, ways.batch)
         prediction = Prediction(policy, batch, micro_batches, device, host, flop_terms, None,
                                 batch * config.seq_len, choices, self._remat_limit(),
-                                self._remat_percent())
+                                self._remat_percent(),
+                                **self._deferred_cuts(config, choices, tokens, ways.tensor))
         step = self._step_seconds(config, prediction, ways.batch)
         return dataclasses.replace(prediction, step_seconds=step)
 
@@ -322,6 +362,21 @@ class Predictor:
             return None
         return max(0, usable * self._remat_percent() // 100
                    - self.base.unaliased_argument_bytes - self.base.program_bytes)
+
+    def _deferred_cuts(self, config: TransformerConfig, choices: dict[str, str], tokens: int,
+                       tensor_ways: int) -> dict[str, int]:
+        """DEFERRED_RECOMPUTE's figures at `tokens`, where the baselines measured what they
+        hold through the backward loop; not with a name offloaded (libtpu then runs the loss
+        inside the loops) or an accumulation loop (neither measured)."""
+        if ("offload" in choices.values() or config.micro_batches > 1
+                or not self._spans_measured()
+                or not all(b.deferred_bytes for b in self.baselines)):
+            return {}
+        table = config.vocab * config.d_model * DTYPE_BYTES[config.compute_dtype] // tensor_ways
+        full = _total(self._scaling_terms(tokens))
+        return {"first_cut_bytes": table,
+                "deferred_cut_bytes": self._interpolated(tokens, _deferred) - table,
+                "outside_floor_bytes": full - self._interpolated(tokens, peak_above_outside)}
 
     def _remat_percent(self) -> int:
         percent = self.base.remat_percent
@@ -487,6 +542,10 @@ def _kept_terms(config: TransformerConfig, choices: dict[str, str],
                       Term(f"layer × {name} no longer recomputed in the backward working set",
                            -1, per_name[name])]
     return terms
+
+
+def _deferred(baseline: Baseline) -> int:
+    return baseline.deferred_bytes
 
 
 def _total(terms: list[Term]) -> int:

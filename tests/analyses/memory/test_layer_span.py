@@ -114,3 +114,37 @@ def test_memory_says_where_the_peak_is_against_the_loops(tmp_path):
     result = memory(hloscope.load(scoped(TWO_LOOPS_THEN_A_PEAK)))
     assert shown["layer_span"] == result.layer_span.to_dict()
     assert shown["layer_span"]["program_peak_bytes"] == shown["peak_bytes"]
+
+
+# Between the loops the entry makes `held` (32 KiB), which only the root reads after the backward
+# loop, and `seed` (4 KiB), which the backward loop consumes: only `held` is deferred.
+DEFERRED_PAST_THE_BACKWARD = "HloModule m, is_scheduled=true\n" + _LOOP.format(name="fwd") + \
+    _LOOP.format(name="bwd") + """ENTRY main {
+  a = f32[1024] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[1024]) tuple(zero, a)
+  forward = (s32[], f32[1024]) while(init), condition=fwd_cond, body=fwd_body, @FORWARD
+  h = f32[1024] get-tuple-element(forward), index=1
+  held = f32[8,1024] broadcast(h), dimensions={1}
+  seed = f32[1024] negate(h)
+  back_init = (s32[], f32[1024]) tuple(zero, seed)
+  backward = (s32[], f32[1024]) while(back_init), condition=bwd_cond, body=bwd_body, @BACKWARD
+  g = f32[1024] get-tuple-element(backward), index=1
+  ROOT out = (f32[1024], f32[8,1024]) tuple(g, held)
+}"""
+
+
+def test_what_the_entry_holds_through_the_backward_loop_is_deferred():
+    span = memory(hloscope.load(scoped(DEFERRED_PAST_THE_BACKWARD))).layer_span
+    assert span is not None
+    assert span.deferred_bytes == 8 * 1024 * 4
+    assert memory(hloscope.load(scoped(TWO_LOOPS_THEN_A_PEAK))).layer_span.deferred_bytes == 0
+
+
+def test_memory_says_what_is_held_through_the_backward_loop(tmp_path):
+    path = tmp_path / "m.hlo"
+    path.write_text(scoped(DEFERRED_PAST_THE_BACKWARD))
+    text = CliRunner().invoke(cli, ["memory", str(path)])
+    assert text.exit_code == 0, text.output
+    line = next(line for line in text.output.splitlines() if line.startswith("layer loops:"))
+    assert "32.0 KiB made between them is held through the last" in line

@@ -52,11 +52,12 @@ def test_squeezed_is_whether_libtpu_rematerialized(model, agreeing):
     assert same / len(every) >= agreeing
 
 
-@pytest.mark.parametrize("model", sorted(RECORD))
-def test_a_squeezed_allocation_lands_near_the_limit(model):
-    """Compiles libtpu rematerialized and that fit: the predicted allocation within 8% of XLA's
-    (measured -4.9%..+7.2% on llama-1b, 14 compiles; -5.8%..+4.3% on llama-8b, 22), where the
-    need alone is up to 24.0% / 12.1% over it."""
+@pytest.mark.parametrize(("model", "within"), [("llama-1b", 0.05), ("llama-8b", 0.06)])
+def test_a_squeezed_allocation_lands_near_the_limit(model, within):
+    """Compiles libtpu rematerialized and that fit: the predicted allocation within 5% / 6% of
+    XLA's (measured -4.9%..+2.3% on llama-1b, 14 compiles, -4.9%..+7.2% before the deferred
+    logits were measured; -5.8%..+4.3% on llama-8b, 22), where the need alone is up to 24.0% /
+    12.1% over it."""
     pr = predictor(model)
     errors, needs = [], []
     for c in compiled(model, squeezed=True, fits=True):
@@ -64,8 +65,60 @@ def test_a_squeezed_allocation_lands_near_the_limit(model):
         errors.append(p.allocation_bytes / c["allocation_bytes"] - 1)
         needs.append(p.device_bytes / c["allocation_bytes"] - 1)
     assert len(errors) >= 10
-    assert max(map(abs, errors)) <= 0.08
+    assert max(map(abs, errors)) <= within
     assert max(needs) > 0.10
+
+
+def test_the_deferred_bytes_are_the_logits_and_the_embedding_shard():
+    """What llama-1b's `full` holds through its backward loop: the bf16 logits [b, s, vocab]
+    and the embedding table, gathered [vocab, d_model] at per-device batches 1 and 2, its shard
+    [vocab, d_model / 4] from 3 (closed forms, within 0.1%; the rest are token ids and
+    per-token statistics). llama-8b holds less than its gathered table: no logits."""
+    for base in RECORD["llama-1b"]["baselines"]:
+        config = base["config"]
+        batch = config["batch"] // 4
+        logits = batch * config["seq_len"] * config["vocab"] * 2
+        table = config["vocab"] * config["d_model"] * 2
+        held = table if batch <= 2 else table // 4
+        assert base["deferred_bytes"] == pytest.approx(logits + held, rel=0.001)
+    for base in RECORD["llama-8b"]["baselines"]:
+        config = base["config"]
+        assert 0 < base["deferred_bytes"] < config["vocab"] * config["d_model"] * 2
+
+
+def test_past_the_first_cut_libtpu_recomputes_the_deferred_logits():
+    """llama-1b's kept-name programs more than the gathered table over the limit: libtpu
+    recomputes the logits after the backward loop and lands well under the limit. The deferred
+    landing is within 3.5% of XLA's allocation (measured -3.2%..+2.3%, 9 compiles) where
+    SQUEEZE_LANDING × the limit is up to 7.2% over it."""
+    pr = predictor("llama-1b")
+    errors, at_the_limit = [], []
+    for c in compiled("llama-1b", squeezed=True, fits=True):
+        p = pr.predict(c["policy"], c["batch"])
+        if p.deferred_landing(p.device_bytes) is None:
+            continue
+        errors.append(p.allocation_bytes / c["allocation_bytes"] - 1)
+        at_the_limit.append(SQUEEZE_LANDING * p.remat_limit_bytes / c["allocation_bytes"] - 1)
+    assert len(errors) >= 8
+    assert max(map(abs, errors)) <= 0.035
+    assert max(at_the_limit) > 0.07
+
+
+def test_the_deferred_landing_by_hand():
+    """Over the limit by no more than the first cut: near the limit; by more: the need less the
+    deferred cut, not below `full`'s outside floor; still over the limit: near it."""
+    p = dataclasses.replace(predictor("llama-1b").predict("names:mlp_up=device", 24),
+                            remat_limit_bytes=10 * GIB, first_cut_bytes=GIB // 2,
+                            deferred_cut_bytes=3 * GIB, outside_floor_bytes=8 * GIB)
+    near = round(SQUEEZE_LANDING * 10 * GIB)
+    assert p.allocation_for(10 * GIB) == 10 * GIB
+    assert p.allocation_for(10 * GIB + GIB // 2) == near
+    assert p.allocation_for(12 * GIB) == 9 * GIB
+    assert p.allocation_for(10 * GIB + GIB) == 8 * GIB
+    assert p.allocation_for(14 * GIB) == near
+    assert p.deferred_landing(12 * GIB) == 9 * GIB and p.deferred_landing(14 * GIB) is None
+    offloaded = predictor("llama-1b").predict("names:mlp_up=offload", 24)
+    assert offloaded.deferred_cut_bytes == 0
 
 
 def test_under_the_limit_the_allocation_is_the_need_and_over_it_the_landing():
