@@ -102,13 +102,18 @@ def test_compiled_programs(compiled, name, spanned):
         assert 0 <= span.peak_bytes <= result.peak_bytes
 
 
+def span_line(path: Path, text: str) -> str:
+    """`hloscope memory`'s `layer loops:` line for the module `text`, written to `path`."""
+    path.write_text(scoped(text))
+    shown = CliRunner().invoke(cli, ["memory", str(path)])
+    assert shown.exit_code == 0, shown.output
+    return next(line for line in shown.output.splitlines() if line.startswith("layer loops:"))
+
+
 def test_memory_says_where_the_peak_is_against_the_loops(tmp_path):
     """`hloscope memory` prints the span and, as JSON, its figures (`layer_span`)."""
     path = tmp_path / "m.hlo"
-    path.write_text(scoped(TWO_LOOPS_THEN_A_PEAK))
-    text = CliRunner().invoke(cli, ["memory", str(path)])
-    assert text.exit_code == 0, text.output
-    line = next(line for line in text.output.splitlines() if line.startswith("layer loops:"))
+    line = span_line(path, TWO_LOOPS_THEN_A_PEAK)
     assert "forward .. backward" in line and "the peak is outside them" in line
     shown = json.loads(CliRunner().invoke(cli, ["memory", str(path), "--format", "json"]).output)
     result = memory(hloscope.load(scoped(TWO_LOOPS_THEN_A_PEAK)))
@@ -142,9 +147,5 @@ def test_what_the_entry_holds_through_the_backward_loop_is_deferred():
 
 
 def test_memory_says_what_is_held_through_the_backward_loop(tmp_path):
-    path = tmp_path / "m.hlo"
-    path.write_text(scoped(DEFERRED_PAST_THE_BACKWARD))
-    text = CliRunner().invoke(cli, ["memory", str(path)])
-    assert text.exit_code == 0, text.output
-    line = next(line for line in text.output.splitlines() if line.startswith("layer loops:"))
+    line = span_line(tmp_path / "m.hlo", DEFERRED_PAST_THE_BACKWARD)
     assert "32.0 KiB made between them is held through the last" in line

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.analyses.predict.baseline import Baseline, remat_percent_flag
-from hloscope.analyses.predict.model import SQUEEZE_LANDING, Predictor
+from hloscope.analyses.predict.model import DEFERRED_MARGIN, SQUEEZE_LANDING, Predictor
 from hloscope.errors import UsageError
 
 FIXTURE = Path(__file__).parents[3] / "fixtures" / "predict" / "llama-v5e-squeezed.json"
@@ -105,20 +105,31 @@ def test_past_the_first_cut_libtpu_recomputes_the_deferred_logits():
 
 
 def test_the_deferred_landing_by_hand():
-    """Over the limit by no more than the first cut: near the limit; by more: the need less the
-    deferred cut, not below `full`'s outside floor; still over the limit: near it."""
+    """Over the limit by no more than the first cut and DEFERRED_MARGIN of the limit: near the
+    limit; by more: the need less the deferred cut, not below `full`'s outside floor; still
+    over the limit: near it."""
     p = dataclasses.replace(predictor("llama-1b").predict("names:mlp_up=device", 24),
                             remat_limit_bytes=10 * GIB, first_cut_bytes=GIB // 2,
                             deferred_cut_bytes=3 * GIB, outside_floor_bytes=8 * GIB)
     near = round(SQUEEZE_LANDING * 10 * GIB)
+    past = GIB // 2 + round(DEFERRED_MARGIN * 10 * GIB)
     assert p.allocation_for(10 * GIB) == 10 * GIB
     assert p.allocation_for(10 * GIB + GIB // 2) == near
+    assert p.allocation_for(10 * GIB + past) == near
+    assert p.allocation_for(10 * GIB + past + 1) == 8 * GIB
     assert p.allocation_for(12 * GIB) == 9 * GIB
-    assert p.allocation_for(10 * GIB + GIB) == 8 * GIB
     assert p.allocation_for(14 * GIB) == near
     assert p.deferred_landing(12 * GIB) == 9 * GIB and p.deferred_landing(14 * GIB) is None
-    offloaded = predictor("llama-1b").predict("names:mlp_up=offload", 24)
-    assert offloaded.deferred_cut_bytes == 0
+
+
+def test_no_deferred_landing_offloaded_or_beyond_the_baselines():
+    """With a name offloaded the loss runs elsewhere; beyond the largest baseline `full`'s
+    floor would be extrapolated."""
+    pr = predictor("llama-1b")
+    largest = max(b["config"]["batch"] for b in RECORD["llama-1b"]["baselines"])
+    assert pr.predict("names:mlp_up=device", largest).deferred_cut_bytes > 0
+    assert pr.predict("names:mlp_up=offload", largest).deferred_cut_bytes == 0
+    assert pr.predict("names:mlp_up=device", largest + 4).deferred_cut_bytes == 0
 
 
 def test_under_the_limit_the_allocation_is_the_need_and_over_it_the_landing():
