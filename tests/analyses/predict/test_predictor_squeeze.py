@@ -187,3 +187,19 @@ def test_the_limit_follows_the_baselines_percent():
     assert eighty.remat_percent == 80 and default.remat_percent == 95
     with pytest.raises(UsageError, match="different"):
         Predictor((base, dataclasses.replace(base, remat_percent=80)))
+
+
+def test_the_logits_libtpu_recomputes_are_in_the_flops():
+    """llama-1b programs libtpu rematerialized and that fit: the predicted FLOPs against
+    hloscope's FLOPs of the compiled program (the measure of the baselines'). Past the gathered
+    table libtpu runs the logits matmul again after the backward loop: with that term every one
+    is within 0.5% (measured +0.11%..+0.20%, 14), without it those 12 were 5.0%..5.6% under.
+    (llama-8b's squeezed programs add 0 to 2.1 logits matmuls, no rule found: -4.2%..+0.1%.)"""
+    pr = predictor("llama-1b")
+    errors, recomputed = [], 0
+    for c in compiled("llama-1b", squeezed=True, fits=True):
+        p = pr.predict(c["policy"], c["batch"])
+        errors.append(p.flops / c["flops"] - 1)
+        recomputed += any("recomputes after the backward loop" in t.what for t in p.flop_terms)
+    assert len(errors) >= 10 and recomputed >= 10
+    assert max(map(abs, errors)) <= 0.005
