@@ -60,7 +60,7 @@ On TPU the figure above is what the program needs; libtpu does not let it alloca
 exceeds its rematerialization limit (XLA_TPU_REMAT_PERCENT): it recomputes until the program is
 under, and the allocation lands near the limit (`Prediction.allocation_bytes`, SQUEEZE_LANDING),
 or, where it recomputes what `full` holds through its backward loop, well under it
-(DEFERRED_RECOMPUTE).
+(`Prediction.deferred_landing`).
 The need decides whether a program is predicted to fit; the allocation is what XLA reports.
 
 Every figure is the sum of its `Term`s, each with its count and unit, so a prediction explains
@@ -162,22 +162,10 @@ libtpu rematerialized and that fit, of the llama-1b / v5e:2x2 and llama-8b / v5e
 benchmarks (seq 2048; needs predicted 1.005 to 1.270 x the limit;
 fixtures/predict/llama-v5e-squeezed.json); 0.99 is about the middle: each allocation within
 -5.8% .. +7.2% of this prediction. The low ones (0.92-0.97) are llama-1b programs where libtpu
-recomputed the logits it holds through the backward loop, which DEFERRED_RECOMPUTE predicts
-(-3.2% .. +2.3% there); where it does not apply the allocations are within -5.8% .. +4.3%."""
+recomputed the logits it holds through the backward loop, which
+`Prediction.deferred_landing` predicts (-3.2% .. +2.3% there); where it does not apply the
+allocations are within -5.8% .. +4.3%."""
 
-DEFERRED_RECOMPUTE = "the gathered [vocab, d_model] table"
-"""What libtpu recomputes first under memory pressure, and what the next cut holds instead.
-llama-1b / v5e:2x2 (seq 2048, fixtures/predict/llama-v5e-squeezed.json): libtpu computes the
-embedding gradient after the backward layer loop and holds the bf16 logits through that loop
-for it (`Baseline.deferred_bytes`: 3.06 GiB in `full` at per-device batch 6). Its
-rematerialization first recomputes the all-gathered embedding table (bf16[128256,2048],
-0.49 GiB; the tracker's `hbm reduction` was 0.44-0.49 GiB on the two kept-name programs less
-than that over the limit); where that is not enough it recomputes the logits after the loop
-and holds the gathered table through it instead (`.remat` clones bf16[6,2048,128256] and
-bf16[128256,2048]; 0.55 GiB deferred left, 16.47G => 13.59G). The program's peak is then
-`full`'s peak outside the loops or its span less that cut plus the kept stacks, whichever is
-higher (attn_out and mlp_up kept at batch 6: 13.38 GiB live, 13.79 allocated, predicted
-13.49), not near the limit."""
 DEFERRED_MARGIN = 0.035
 """How far beyond the first cut, as a fraction of the limit, the need must be over the limit for
 the predictor to take libtpu to the deferred cut: its need is not libtpu's tracker's (on the
@@ -232,7 +220,7 @@ class Prediction:
     choices: dict[str, str] = field(default_factory=dict)
     remat_limit_bytes: int | None = None  # libtpu's rematerialization limit (TPU only)
     remat_percent: int = XLA_TPU_REMAT_PERCENT  # of the usable HBM, the limit's percent
-    first_cut_bytes: int = 0  # what libtpu recomputes first (DEFERRED_RECOMPUTE)
+    first_cut_bytes: int = 0  # what libtpu recomputes first (`deferred_landing`)
     deferred_cut_bytes: int = 0  # then: the baseline's deferred bytes less that (0: none)
     outside_floor_bytes: int = 0  # `full`'s allocation less its peak above its outside peak
 
@@ -263,8 +251,22 @@ class Prediction:
 
     def deferred_landing(self, need: int) -> int | None:
         """Where a program needing `need` lands once libtpu recomputes what it holds through the
-        backward loop (DEFERRED_RECOMPUTE); None where it does not come to that (no deferred
-        bytes, or the first cut is enough) or that does not get it under the limit."""
+        backward loop; None where it does not come to that (no deferred bytes, or the first cut
+        is enough) or that does not get it under the limit.
+
+        What libtpu recomputes first under memory pressure, and what the next cut holds instead
+        (llama-1b / v5e:2x2, seq 2048, fixtures/predict/llama-v5e-squeezed.json): libtpu
+        computes the embedding gradient after the backward layer loop and holds the bf16 logits
+        through that loop for it (`Baseline.deferred_bytes`: 3.06 GiB in `full` at per-device
+        batch 6). Its rematerialization first recomputes the all-gathered embedding table
+        (bf16[128256,2048], 0.49 GiB, `first_cut_bytes`; the tracker's `hbm reduction` was
+        0.44-0.49 GiB on the two kept-name programs less than that over the limit); where that
+        is not enough it recomputes the logits after the loop and holds the gathered table
+        through it instead (`.remat` clones bf16[6,2048,128256] and bf16[128256,2048]; 0.55 GiB
+        deferred left, 16.47G => 13.59G). The program's peak is then `full`'s peak outside the
+        loops (`outside_floor_bytes`) or its span less that cut (`deferred_cut_bytes`) plus the
+        kept stacks, whichever is higher (attn_out and mlp_up kept at batch 6: 13.38 GiB live,
+        13.79 allocated, predicted 13.49), not near the limit."""
         limit = self.remat_limit_bytes
         if (not limit or self.deferred_cut_bytes <= 0
                 or need - limit <= self.first_cut_bytes + DEFERRED_MARGIN * limit):
@@ -292,8 +294,8 @@ class Prediction:
                    f"{format_bytes(self.allocation_bytes)}" if self.remat_limit_bytes else
                    "how far it gets is not predicted (allocation: the need)")
         if self.deferred_landing(self.device_bytes) is not None:
-            landing = (f"more than {format_bytes(self.first_cut_bytes)} over, it recomputes "
-                       f"what it holds through the backward loop "
+            landing = (f"more than the gathered table ({format_bytes(self.first_cut_bytes)}) "
+                       f"and a margin over, it recomputes what it holds through the backward loop "
                        f"(-{format_bytes(self.deferred_cut_bytes)}, not below `full`'s peak "
                        f"outside the loops, {format_bytes(self.outside_floor_bytes)}): "
                        f"allocation predicted at {format_bytes(self.allocation_bytes)}")
@@ -377,8 +379,8 @@ class Predictor:
 
     def _deferred_cuts(self, config: TransformerConfig, choices: dict[str, str], tokens: int,
                        tensor_ways: int) -> dict[str, int]:
-        """DEFERRED_RECOMPUTE's figures at `tokens`, where the baselines measured what they
-        hold through the backward loop and `tokens` is within their range (beyond it `full`'s
+        """`Prediction.deferred_landing`'s figures at `tokens`, where the baselines measured what
+        they hold through the backward loop and `tokens` is within their range (beyond it `full`'s
         allocation, the floor, is extrapolated: libtpu's landing is not predicted from that);
         not with a name offloaded (libtpu then runs the loss inside the loops) or an
         accumulation loop (neither measured)."""
@@ -398,12 +400,13 @@ class Predictor:
     def _libtpu_recompute_terms(self, config: TransformerConfig, prediction: Prediction,
                                 tokens: int, tensor_ways: int) -> list[Term]:
         """The logits matmul libtpu runs again after the backward loop where its
-        rematerialization goes past the gathered table (DEFERRED_RECOMPUTE), offloaded names
-        or not: on the fixture's 14 llama-1b programs it rematerialized and that fit,
-        hloscope's FLOPs of the compiled program are within +0.11%..+0.20% of the prediction
-        with this term (the 12 over the limit by more than the table; the prediction without
-        it was 5.0%..5.6% under). llama-8b holds no logits through its loop; its squeezed
-        programs add 0 to 2.1 logits matmuls that no rule found here predicts (-4.2%..+0.1%)."""
+        rematerialization goes past the gathered table (`Prediction.deferred_landing`),
+        offloaded names or not: on the fixture's 14 llama-1b programs it rematerialized and
+        that fit, hloscope's FLOPs of the compiled program are within +0.11%..+0.20% of the
+        prediction with this term (the 12 over the limit by more than the table; the
+        prediction without it was 5.0%..5.6% under). llama-8b holds no logits through its
+        loop; its squeezed programs add 0 to 2.1 logits matmuls that no rule found here
+        predicts (-4.2%..+0.1%)."""
         limit = prediction.remat_limit_bytes
         if not limit or not self._deferred_measured(config):
             return []
