@@ -175,6 +175,9 @@ rematerialized and that fit, libtpu's logged need minus the predicted one was -0
 (query_proj, attn_out and mlp_gate kept at per-device batch 5, predicted 0.54 GiB over from a
 `full` baseline at that batch, was not rematerialized at all)."""
 
+RECOMPUTED_LOGITS = "tokens × the logits matmul libtpu recomputes after the backward loop"
+"""The FLOP term of `Predictor._libtpu_recompute_terms` (its name, which `explain` looks for)."""
+
 OFFLOAD_HBM_PASSES = 2
 """HBM traffic of an offloaded byte: read once when it goes to the host in the forward pass,
 written once when it comes back in the backward. A lower bound: XLA's own cost analysis of the
@@ -299,11 +302,13 @@ class Prediction:
                        f"(-{format_bytes(self.deferred_cut_bytes)}, not below `full`'s peak "
                        f"outside the loops, {format_bytes(self.outside_floor_bytes)}): "
                        f"allocation predicted at {format_bytes(self.allocation_bytes)}")
+        cost = ("the logits matmul it runs again is in the FLOPs and step time"
+                if any(t.what.startswith(RECOMPUTED_LOGITS) for t in self.flop_terms)
+                else "at an unpredicted cost in step time")
         return lines + [f"= {format_bytes(self.device_bytes)} needed, over libtpu's "
                         f"rematerialization limit {format_bytes(self.remat_limit_bytes or 0)} "
                         f"({self.remat_percent}% of the usable HBM less unaliased arguments "
-                        f"and the program): XLA recomputes to get under it; {landing}, at an "
-                        f"unpredicted cost in step time"]
+                        f"and the program): XLA recomputes to get under it; {landing}; {cost}"]
 
     def to_dict(self) -> dict:
         return {"policy": self.policy, "batch": self.batch, "micro_batches": self.micro_batches,
@@ -414,8 +419,7 @@ class Predictor:
         if (self._interpolated(tokens, _deferred) <= table
                 or prediction.device_bytes - limit <= table):
             return []
-        return [Term("tokens × the logits matmul libtpu recomputes after the backward loop "
-                     "(2 × d_model × vocab)", tokens,
+        return [Term(f"{RECOMPUTED_LOGITS} (2 × d_model × vocab)", tokens,
                      2 * config.d_model * config.vocab / tensor_ways)]
 
     def _remat_percent(self) -> int:
