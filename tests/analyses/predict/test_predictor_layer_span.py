@@ -4,25 +4,14 @@ by fixtures/make_squeeze_fixture.py), and the term against its rule written out 
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 
 import pytest
+from squeeze_record import RECORD, baselines
 
-from hloscope.analyses.predict.baseline import Baseline
 from hloscope.analyses.predict.model import Predictor
 
-FIXTURE = Path(__file__).parents[3] / "fixtures" / "predict" / "llama-v5e-squeezed.json"
-RECORD = json.loads(FIXTURE.read_text())
 MIB, GIB = 2**20, 2**30
 HEADROOM = "of the kept stacks under `full`'s peak outside its layer loops"
-
-
-def baselines(model: str, measured: bool = True) -> tuple[Baseline, ...]:
-    found = tuple(Baseline.from_dict(b) for b in RECORD[model]["baselines"])
-    if measured:
-        return found
-    return tuple(dataclasses.replace(b, layer_span_peak_bytes=0) for b in found)
 
 
 def device_kept_fits(model: str) -> list[dict]:
@@ -56,7 +45,7 @@ def test_llama_1b_device_kept_programs_within_6_percent():
     compiles = device_kept_fits("llama-1b")
     assert len(compiles) >= 25
     now = errors(Predictor(baselines("llama-1b")), compiles)
-    before = errors(Predictor(baselines("llama-1b", measured=False)), compiles)
+    before = errors(Predictor(baselines("llama-1b", spans=False)), compiles)
     assert max(map(abs, now.values())) <= 0.06
     assert max(before.values()) > 0.09
     both = ("names:query_proj=device,attn_out=device", 24)
@@ -67,7 +56,7 @@ def test_llama_8b_peaks_in_its_loops_and_is_unchanged():
     assert all(b.live_peak_bytes == b.layer_span_peak_bytes for b in baselines("llama-8b"))
     compiles = device_kept_fits("llama-8b")
     assert errors(Predictor(baselines("llama-8b")), compiles) == \
-        errors(Predictor(baselines("llama-8b", measured=False)), compiles)
+        errors(Predictor(baselines("llama-8b", spans=False)), compiles)
 
 
 def _one(headroom: int) -> Predictor:

@@ -3,30 +3,17 @@ allocations of the frontier benchmarks' compiles (fixtures/predict/llama-v5e-squ
 and its two moments against their closed forms written out here."""
 from __future__ import annotations
 
-import dataclasses
-import json
-from pathlib import Path
+from squeeze_record import RECORD, predictor
 
-from hloscope.analyses.predict.baseline import Baseline
 from hloscope.analyses.predict.model import (
     LOSS_IN_SPAN_BYTES,
     OFFLOAD_DEVICE_COPIES,
     OFFLOAD_FETCHED_LAYERS,
-    Predictor,
 )
 
-FIXTURE = Path(__file__).parents[3] / "fixtures" / "predict" / "llama-v5e-squeezed.json"
-RECORD = json.loads(FIXTURE.read_text())
 BF16, SEQ = 2, 2048
 # (layers, d_model, d_ff, devices) of the two benchmarks' models and targets
 SHAPES = {"llama-1b": (16, 2048, 8192, 4), "llama-8b": (32, 4096, 14336, 16)}
-
-
-def predictor(model: str, spans: bool = True) -> Predictor:
-    found = tuple(Baseline.from_dict(b) for b in RECORD[model]["baselines"])
-    if not spans:
-        found = tuple(dataclasses.replace(b, layer_span_peak_bytes=0) for b in found)
-    return Predictor(found)
 
 
 def offloaded_fits(model: str) -> list[dict]:

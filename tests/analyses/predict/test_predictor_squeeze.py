@@ -5,10 +5,9 @@ fixtures/make_squeeze_fixture.py: llama-1b / v5e:2x2 and llama-8b / v5e:4x4, seq
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 
 import pytest
+from squeeze_record import RECORD, predictor
 
 from hloscope.analyses.predict.baseline import Baseline, remat_percent_flag
 from hloscope.analyses.predict.model import (
@@ -19,13 +18,7 @@ from hloscope.analyses.predict.model import (
 )
 from hloscope.errors import UsageError
 
-FIXTURE = Path(__file__).parents[3] / "fixtures" / "predict" / "llama-v5e-squeezed.json"
-RECORD = json.loads(FIXTURE.read_text())
 GIB = 2**30
-
-
-def predictor(model: str) -> Predictor:
-    return Predictor(tuple(Baseline.from_dict(b) for b in RECORD[model]["baselines"]))
 
 
 def compiled(model: str, squeezed: bool | None = None, fits: bool = False) -> list[dict]:
