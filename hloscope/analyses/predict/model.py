@@ -389,18 +389,25 @@ class Predictor:
         allocation, the floor, is extrapolated: libtpu's landing is not predicted from that);
         not with a name offloaded (libtpu then runs the loss inside the loops) or an
         accumulation loop (neither measured)."""
-        if ("offload" in choices.values() or not self._deferred_measured(config)
+        cut = self._held_beyond_table(config, tokens, tensor_ways)
+        if ("offload" in choices.values() or cut is None
                 or tokens > max(baseline_tokens(b) for b in self.baselines)):
             return {}
-        table = _gathered_table_bytes(config, tensor_ways)
         full = _total(self._scaling_terms(tokens))
-        return {"first_cut_bytes": table,
-                "deferred_cut_bytes": self._interpolated(tokens, _deferred) - table,
+        return {"first_cut_bytes": cut[0], "deferred_cut_bytes": cut[1],
                 "outside_floor_bytes": full - self._interpolated(tokens, peak_above_outside)}
 
-    def _deferred_measured(self, config: TransformerConfig) -> bool:
-        return (config.micro_batches == 1 and self._spans_measured()
-                and all(b.deferred_bytes for b in self.baselines))
+    def _held_beyond_table(self, config: TransformerConfig, tokens: int,
+                           tensor_ways: int) -> tuple[int, int] | None:
+        """(the gathered table, what the baselines hold through the backward loop beyond it)
+        at `tokens`; None where that is not measured (unscanned layers, an accumulation loop,
+        older baselines) or not beyond the table."""
+        if (config.micro_batches > 1 or not self._spans_measured()
+                or not all(b.deferred_bytes for b in self.baselines)):
+            return None
+        table = _gathered_table_bytes(config, tensor_ways)
+        beyond = self._interpolated(tokens, _deferred) - table
+        return (table, beyond) if beyond > 0 else None
 
     def _libtpu_recompute_terms(self, config: TransformerConfig, prediction: Prediction,
                                 tokens: int, tensor_ways: int) -> list[Term]:
@@ -413,11 +420,8 @@ class Predictor:
         loop; its squeezed programs add 0 to 2.1 logits matmuls that no rule found here
         predicts (-4.2%..+0.1%)."""
         limit = prediction.remat_limit_bytes
-        if not limit or not self._deferred_measured(config):
-            return []
-        table = _gathered_table_bytes(config, tensor_ways)
-        if (self._interpolated(tokens, _deferred) <= table
-                or prediction.device_bytes - limit <= table):
+        cut = self._held_beyond_table(config, tokens, tensor_ways)
+        if not limit or cut is None or prediction.device_bytes - limit <= cut[0]:
             return []
         return [Term(f"{RECOMPUTED_LOGITS} (2 × d_model × vocab)", tokens,
                      2 * config.d_model * config.vocab / tensor_ways)]
