@@ -57,6 +57,7 @@ class LibtpuRemat:
 class LibtpuLog:
     rematerializations: tuple[LibtpuRemat, ...]
     min_memory_sequence_bytes: int | None  # the memory scheduler's chosen order's peak
+    min_memory_scheduler: str | None = None  # the order it chose: list, dfs or post_order
 
     @property
     def rematerialization(self) -> LibtpuRemat | None:
@@ -85,5 +86,7 @@ def parse_libtpu_log(text: str) -> LibtpuLog:
             match.group("stage"), _bytes(groups[1], groups[2]), int(match.group("percent")),
             _bytes(groups[4], groups[5]), _bytes(groups[6], groups[7]),
             _bytes(groups[8], groups[9]), _bytes(groups[10], groups[11]), before, after))
-    sequences = [_bytes(*m.group(2, 3)) for m in _SEQUENCE.finditer(text)]
-    return LibtpuLog(tuple(remats), sequences[-1] if sequences else None)
+    sequences = list(_SEQUENCE.finditer(text))
+    last = sequences[-1] if sequences else None
+    return LibtpuLog(tuple(remats), _bytes(*last.group(2, 3)) if last else None,
+                     last.group(1) if last else None)

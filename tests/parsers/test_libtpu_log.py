@@ -28,10 +28,13 @@ def test_a_reached_rematerialization():
     assert (remat.before_bytes, remat.after_bytes) == (round(16.09 * GIB), round(14.17 * GIB))
     assert remat.reached is True
     assert log.min_memory_sequence_bytes == round(15.88 * GIB)
+    assert log.min_memory_scheduler == "post_order"
 
 
 def test_a_short_rematerialization_takes_the_exact_bytes():
-    remat = parse_libtpu_log(SHORT).rematerialization
+    log = parse_libtpu_log(SHORT)
+    remat = log.rematerialization
+    assert log.min_memory_scheduler == "list"
     assert remat is not None
     assert (remat.before_bytes, remat.after_bytes) == (20326000000, 18336628736)
     assert remat.reached is False
@@ -40,3 +43,8 @@ def test_a_short_rematerialization_takes_the_exact_bytes():
 def test_no_rematerialization():
     log = parse_libtpu_log(REACHED.splitlines()[0])
     assert log.rematerialization is None and log.rematerializations == ()
+
+
+def test_no_scheduler_line():
+    log = parse_libtpu_log(REACHED.splitlines()[1])
+    assert log.min_memory_scheduler is None and log.min_memory_sequence_bytes is None
