@@ -59,32 +59,41 @@ def layout(folder: Path, logits_shape: str) -> Layout | None:
     temp = max((a for a in assignment.allocations if a.color == 0 and a.parameter_number is None
                 and not a.maybe_live_out and not a.is_constant), key=lambda a: a.size)
     intervals = ranges.by_key()
-    entry = {i.name for i in module.computations[module.entry_name].instructions}
-    sequence = ranges.sequence
-    loops = [t for t, name in enumerate(sequence) if name.startswith("while.") and name in entry]
-    forward, backward = loops[0], loops[-1]
-    span_start = forward
-    while span_start > 0 and sequence[span_start - 1] not in entry:
-        span_start -= 1  # the forward loop's body is flattened just before it
-    live, top = [0] * (ranges.schedule_end + 1), [0] * (ranges.schedule_end + 1)
-    logits = None
-    for value in temp.values:
-        interval = intervals.get(value.key)
-        if interval is None:
-            continue
-        for t in range(interval.start, interval.end + 1):
-            live[t] += value.size
-            if value.size > MIB:
-                top[t] = max(top[t], value.offset + value.size)
-        if str(value.shape).startswith(logits_shape):
-            logits = (value, interval)
+    logits = next(((v, intervals[v.key]) for v in temp.values
+                   if str(v.shape).startswith(logits_shape) and v.key in intervals), None)
     if logits is None:
         return None
-    stacks = sum(v.size for v in temp.values if v.key.startswith(sequence[forward] + "{"))
+    entry = {i.name for i in module.computations[module.entry_name].instructions}
+    span_start, forward, backward = _layer_loops(ranges.sequence, entry)
+    live, top = _profile(temp.values, intervals, ranges.schedule_end + 1)
+    stacks = sum(v.size for v in temp.values if v.key.startswith(ranges.sequence[forward] + "{"))
     log = libtpu_log_text(folder)
     return Layout(temp.size, max(live), max(top[span_start:backward + 1]), stacks,
                   logits[0].size, logits[0].offset, logits[1].start > backward,
                   parse_libtpu_log(log).min_memory_scheduler if log else None)
+
+
+def _layer_loops(sequence: tuple[str, ...], entry: set[str]) -> tuple[int, int, int]:
+    """(where the forward loop's body starts, the forward loop, the backward loop) in libtpu's
+    flattened schedule, which puts a loop's body just before the loop."""
+    loops = [t for t, name in enumerate(sequence) if name.startswith("while.") and name in entry]
+    start = loops[0]
+    while start > 0 and sequence[start - 1] not in entry:
+        start -= 1
+    return start, loops[0], loops[-1]
+
+
+def _profile(values: list, intervals: dict, length: int) -> tuple[list[int], list[int]]:
+    """Per time: the bytes live, and the heap's top (of values over 1 MiB: small ones fill gaps
+    anywhere)."""
+    live, top = [0] * length, [0] * length
+    for value in values:
+        interval = intervals.get(value.key)
+        for t in range(interval.start, interval.end + 1) if interval else ():
+            live[t] += value.size
+            if value.size > MIB:
+                top[t] = max(top[t], value.offset + value.size)
+    return live, top
 
 
 def builds(cache: Path, model: str, target: str, seq: int) -> dict[tuple[str, int], Path]:
