@@ -117,7 +117,12 @@ def main() -> int:
     baselines = [Baseline.from_dict(b) for b in record["baselines"]]
     vocab = baselines[0].config["vocab"]
     ways = baselines[0].config["batch"] * seq // baseline_tokens(baselines[0])  # batch shards
-    found = builds(default_cache_dir() / "builds", args.model, target, seq)
+    cache = default_cache_dir() / "builds"
+    if not cache.is_dir():
+        print(f"no build cache at {cache}: run benchmarks/frontier_vs_maxtext.py for "
+              f"{args.model} first", file=sys.stderr)
+        return 2
+    found = builds(cache, args.model, target, seq)
     spans = {}
     for baseline in baselines:
         folder = found.get(("full", baseline.config["batch"]))

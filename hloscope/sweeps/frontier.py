@@ -288,9 +288,9 @@ class FrontierSearch:
         high would wrongly exclude. The lowered figure may be under the capacity (llama-1b /
         gpu:h100:1x1x1, per-device batch 12: all four names kept, 60.1 GiB predicted over 59.3,
         its neighbour without query_proj compiled 3.3 GiB under its prediction; 56.9 GiB
-        compiled). Without a winner (`full` compiled and over the capacity) the nearest above
-        it, however far: keeping a name can lower XLA's allocation (XLA:CPU, tiny, mlp_hidden
-        kept: -8%)."""
+        compiled). Without a winner (`full` compiled and over the capacity) the same, however
+        far above the capacity: keeping a name can lower XLA's allocation (XLA:CPU, tiny,
+        mlp_hidden kept: -8%)."""
         reach = self.capacity * (1 + self.overestimate) if winner is not None else float("inf")
         figures = {id(c): calibrated(c, compiled, lower=True) for c in ranked
                    if c.compiled_bytes is None}
