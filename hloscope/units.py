@@ -70,6 +70,21 @@ def _three_digits(magnitude: float) -> str:
     return f"{magnitude:.0f}"
 
 
+def format_seconds(seconds: int | float) -> str:
+    """0.00026 -> "260 µs", 0.6677 -> "668 ms", 1.07 -> "1.07 s": three significant digits in
+    the largest unit the value reaches (ns at the smallest)."""
+    if seconds == 0:
+        return "0 s"
+    sign, magnitude = ("-" if seconds < 0 else ""), abs(seconds)
+    units = (("ns", 1e-9), ("µs", 1e-6), ("ms", 1e-3), ("s", 1.0))
+    index = max((i for i, (_, scale) in enumerate(units) if magnitude >= scale), default=0)
+    text = _three_digits(magnitude / units[index][1])
+    if float(text) >= 1000 and index < len(units) - 1:  # 999.6 ms rounds up to 1.00 s
+        index += 1
+        text = _three_digits(magnitude / units[index][1])
+    return f"{sign}{text} {units[index][0]}"
+
+
 def format_duration(seconds: float) -> str:
     """12s, 3m05s, 1h02m: what a person reads at a glance."""
     whole = round(seconds)

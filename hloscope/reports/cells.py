@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hloscope.reports.report import ColumnKind, Quantity
-from hloscope.units import format_bytes, format_flops
+from hloscope.units import format_bytes, format_flops, format_seconds
 
 
 def _text(value: Any) -> str:
@@ -42,6 +42,7 @@ _HUMAN: dict[str, Callable[[Any], str]] = {
     "flop_rate": lambda value: f"{format_flops(value)}/s",
     "ratio": _ratio,
     "percent": _percent,
+    "seconds": format_seconds,
 }
 
 

@@ -20,7 +20,7 @@ def frontier_report(result: FrontierResult | dict[str, Any]) -> Report:
         Column("status", "status"), Column("chosen", "chosen"),
         Column("predicted_bytes", "predicted", "bytes"),
         Column("compiled_bytes", "compiled", "bytes"),
-        Column("prediction_error", "error"), Column("predicted_step_s", "step s"),
+        Column("prediction_error", "error"), Column("predicted_step_s", "step", "seconds"),
         Column("fits", "fits")], rows)
     return Report(
         name="frontier", title="Per-tensor policy frontier",

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 if TYPE_CHECKING:
     import pandas
 
-ColumnKind = Literal["text", "int", "bytes", "flops", "flop_rate", "ratio", "percent"]
+ColumnKind = Literal["text", "int", "bytes", "flops", "flop_rate", "ratio", "percent", "seconds"]
 """How a value is shown to humans. "percent" values are fractions (0.25 is shown as 25.0%);
-"ratio" values are plain factors (1.25 is shown as 1.25x)."""
+"ratio" values are plain factors (1.25 is shown as 1.25x); "seconds" values are seconds (0.00026
+is shown as 260 µs)."""
 
 COLUMN_KINDS: frozenset[str] = frozenset(get_args(ColumnKind))
 _REPORT_NAME = re.compile(r"[a-z][a-z0-9-]*")

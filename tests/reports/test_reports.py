@@ -21,6 +21,7 @@ from hloscope.units import (
     BINARY_UNITS,
     format_bytes,
     format_flops,
+    format_seconds,
     parse_bytes,
     parse_threshold,
 )
@@ -60,6 +61,20 @@ def test_format_bytes(count: int, expected: str) -> None:
 ])
 def test_format_flops(count: int, expected: str) -> None:
     assert format_flops(count) == expected
+
+
+@pytest.mark.parametrize(("seconds", "expected"), [
+    (0, "0 s"),
+    (0.0002597599658119658, "260 µs"),
+    (0.6677, "668 ms"),
+    (0.9996, "1.00 s"),
+    (1.0692, "1.07 s"),
+    (12.5, "12.5 s"),
+    (3e-9, "3.00 ns"),
+    (-0.5, "-500 ms"),
+])
+def test_format_seconds(seconds: float, expected: str) -> None:
+    assert format_seconds(seconds) == expected
 
 
 @pytest.mark.parametrize(("text", "expected"), [
