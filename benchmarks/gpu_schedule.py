@@ -1,17 +1,18 @@
-"""Device-kept per-tensor policies on a GPU target: the predictor's error, and where XLA:GPU's
-schedule puts each program's peak.
+"""Per-tensor policies on a GPU target: the predictor's error, and where XLA:GPU's schedule puts
+each program's peak.
 
 Compiles (deviceless, through the build cache) `full` and every non-empty subset of --names kept
-on the device at each --batches per-device batch, predicts each subset from the `full`
-baselines (`analyses.predict`), and prints per program: predicted and compiled allocation (XLA's
-memory-usage report) and the error; the live peak (`hloscope memory`) before the layer loops,
-in the forward loop, between the loops, in the backward loop and after them; the bytes the
-entry makes between the loops and holds through the backward loop (`layer_span.deferred_bytes`:
-the loss moved after it); XLA's cost analysis of the program (HBM bytes accessed); and the
-largest buffer live at the peak.
+on the device (or with --choice offload, offloaded) at each --batches per-device batch,
+predicts each subset from the `full` baselines (`analyses.predict`), and prints per program:
+predicted and compiled allocation (XLA's memory-usage report) and the error; the live peak
+(`hloscope memory`) before the layer loops, in the forward loop, between the loops, in the
+backward loop and after them; the bytes the entry makes between the loops and holds through
+the backward loop (`layer_span.deferred_bytes`: the loss moved after it); XLA's cost analysis
+of the program (HBM bytes accessed); and the largest buffer live at the peak.
 
     python benchmarks/gpu_schedule.py [--model llama-1b] [--target gpu:h100:1x1x1] [--seq 2048]
-        [--names query_proj,attn_out,mlp_gate,mlp_up] [--batches 4,8,12] [--out FILE]
+        [--names query_proj,attn_out,mlp_gate,mlp_up] [--batches 4,8,12] [--choice device]
+        [--out FILE]
 """
 from __future__ import annotations
 
@@ -80,14 +81,14 @@ def main() -> int:
     lines = [f"# python benchmarks/gpu_schedule.py {' '.join(sys.argv[1:])}".rstrip(),
              f"{args.model} on {args.target}, seq {args.seq} (GiB; live peak per region of "
              "the schedule; deferred: held through the backward loop)",
-             f"{'pdb':>3} {'kept on the device':44} {'predicted':>9} {'compiled':>8} "
+             f"{'pdb':>3} {'names ' + args.choice:44} {'predicted':>9} {'compiled':>8} "
              f"{'error':>6} " + " ".join(f"{r:>8}" for r in REGIONS)
              + f" {'deferred':>8} {'HBM':>7}  largest at the peak"]
     for pdb in batches:
         lines.append(_row(pdb, "full", None, regions(fulls[pdb])))
         for count in range(1, len(names) + 1):
             for kept in itertools.combinations(names, count):
-                policy = "names:" + ",".join(f"{n}=device" for n in kept)
+                policy = "names:" + ",".join(f"{n}={args.choice}" for n in kept)
                 figures = regions(compile_one(args, policy, pdb * ways))
                 predicted = predictor.predict(policy, pdb * ways).allocation_bytes
                 lines.append(_row(pdb, ",".join(kept), predicted, figures))
@@ -115,6 +116,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--names", default="query_proj,attn_out,mlp_gate,mlp_up")
     parser.add_argument("--batches", default="4,8,12", help="per-device batches")
+    parser.add_argument("--choice", default="device", choices=("device", "offload"))
     parser.add_argument("--out", help="also write the output to this file")
     return parser.parse_args()
 

@@ -113,4 +113,5 @@ def baseline_from_build(folder: Path) -> Baseline:
                     layer_span_peak_bytes=span.peak_bytes if span else 0,
                     outside_span_peak_bytes=span.outside_peak_bytes if span else 0,
                     deferred_bytes=span.deferred_bytes if span else 0,
+                    backward_loop_peak_bytes=span.last_loop_peak_bytes if span else 0,
                     remat_percent=remat_percent_flag(build.manifest.get("flags") or {}))

@@ -47,6 +47,7 @@ class LayerSpan:
     program_peak_bytes: int
     outside_peak_bytes: int = 0  # the most live before the first loop or after the last
     deferred_bytes: int = 0  # made between the loops, live until after the last (`deferred`)
+    last_loop_peak_bytes: int = 0  # the most live inside the last loop (the backward's)
 
     @property
     def headroom_bytes(self) -> int:
@@ -71,7 +72,7 @@ def layer_span(timeline: Sequence[TimelineEntry], peak_bytes: int,
     inside = [_most(step) for step in timeline if first.step <= step.step <= last.step]
     outside = [_most(step) for step in timeline if not first.step <= step.step <= last.step]
     return LayerSpan(first.instruction, last.instruction, max(inside), peak_bytes,
-                     max(outside, default=0))
+                     max(outside, default=0), last_loop_peak_bytes=_most(last))
 
 
 def _most(step: TimelineEntry) -> int:

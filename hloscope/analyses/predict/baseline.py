@@ -43,6 +43,7 @@ class Baseline:
     layer_span_peak_bytes: int = 0  # its live peak from the first layer loop to the last
     outside_span_peak_bytes: int = 0  # its live peak before the first or after the last
     deferred_bytes: int = 0  # made between the layer loops and held through the last one
+    backward_loop_peak_bytes: int = 0  # its live peak inside the last layer loop (0: not measured)
     remat_percent: int | None = None  # libtpu's remat limit flag where the build set it
 
     @property
@@ -86,6 +87,14 @@ def layer_span_headroom(baseline: Baseline) -> int:
     if not baseline.layer_span_peak_bytes:
         return 0
     return max(0, baseline.live_peak_bytes - baseline.layer_span_peak_bytes)
+
+
+def peak_above_backward_loop(baseline: Baseline) -> int:
+    """How far the baseline's live peak is above its peak inside the backward layer loop (0 when
+    not measured, or when its peak is in that loop)."""
+    if not baseline.backward_loop_peak_bytes:
+        return 0
+    return max(0, baseline.live_peak_bytes - baseline.backward_loop_peak_bytes)
 
 
 def peak_above_outside(baseline: Baseline) -> int:

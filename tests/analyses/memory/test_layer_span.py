@@ -65,6 +65,8 @@ def test_the_span_runs_from_the_forward_loop_to_the_backward_and_its_peak_is_bel
     # inside the loops at most the argument and two f32[1024] of the carry (and small tuples)
     assert span.peak_bytes < 4 * 1024 * 4
     assert span.headroom_bytes == result.peak_bytes - span.peak_bytes > 4 * 8192 - 4 * 1024
+    # the backward loop holds its carry in and out (4 KiB each) and small tuples, never `big`
+    assert 2 * 4 * 1024 <= span.last_loop_peak_bytes <= span.peak_bytes < 4 * 1024 * 3
 
 
 def test_one_loop_is_no_span():

@@ -3,12 +3,15 @@ allocations of the frontier benchmarks' compiles (fixtures/predict/llama-v5e-squ
 and its two moments against their closed forms written out here."""
 from __future__ import annotations
 
-from squeeze_record import RECORD, predictor
+import dataclasses
+
+from squeeze_record import RECORD, baselines, predictor
 
 from hloscope.analyses.predict.model import (
     LOSS_IN_SPAN_BYTES,
     OFFLOAD_DEVICE_COPIES,
     OFFLOAD_FETCHED_LAYERS,
+    Predictor,
 )
 
 BF16, SEQ = 2, 2048
@@ -84,3 +87,32 @@ def test_the_constant_without_spans_or_with_micro_batches():
                                             micro_batches=2)):
         (term,) = _terms(p, "staging")
         assert (term.count, term.unit) == (OFFLOAD_DEVICE_COPIES, n)
+
+
+def _on_gpu(headroom: int) -> Predictor:
+    """llama-8b's baselines as if compiled for 16 H100s, `full`'s peak `headroom` bytes above
+    its backward loop's."""
+    return Predictor(tuple(
+        dataclasses.replace(b, target="gpu:h100:1x2x8",
+                            backward_loop_peak_bytes=b.live_peak_bytes - headroom)
+        for b in baselines("llama-8b")))
+
+
+def test_off_tpu_the_fetched_layers_fill_fulls_headroom_above_its_backward_loop():
+    """XLA:GPU keeps the loss between the layer loops: the layers fetched back in the backward
+    loop add only what exceeds `full`'s peak above that loop (closed form: all four names
+    offloaded at per-device batch 4, one layer of each; with all of it under the headroom,
+    the loss moment, if any, decides)."""
+    layers, d, f, devices = SHAPES["llama-8b"]
+    policy = "names:query_proj=offload,attn_out=offload,mlp_gate=offload,mlp_up=offload"
+    fetched = round(OFFLOAD_FETCHED_LAYERS * 4 * SEQ * (2 * d + 2 * f) * BF16)
+    p = _on_gpu(fetched // 3).predict(policy, 4 * devices)
+    (slack,) = _terms(p, "under `full`'s peak above its backward loop")
+    assert slack.value == -(fetched // 3)
+    assert sum(t.value for t in _terms(p, "offloaded, fetched back")) == fetched
+    assert not _terms(p, "at the loss")
+    covered = _on_gpu(2 * fetched).predict(policy, 4 * devices)
+    assert not _terms(covered, "offloaded, fetched back")  # 0 left: the loss moment instead
+    assert _terms(covered, "at the loss") or _terms(covered, "scan's layer inputs")
+    tpu = predictor("llama-8b").predict(policy, 4 * devices)  # libtpu: every fetched layer
+    assert not _terms(tpu, "under `full`'s peak above its backward loop")
