@@ -4,7 +4,9 @@ each program's peak.
 Compiles (deviceless, through the build cache) `full` and every non-empty subset of --names kept
 on the device (or with --choice offload, offloaded) at each --batches per-device batch,
 predicts each subset from the `full` baselines (`analyses.predict`), and prints per program:
-predicted and compiled allocation (XLA's memory-usage report) and the error; the live peak
+predicted and compiled allocation (XLA's memory-usage report) and the error, also of the
+prediction without `full`'s headroom above its backward loop (`Predictor._backward_loop_slack`:
+every layer an offloaded name fetches back counted); the live peak
 (`hloscope memory`) before the layer loops, in the forward loop, between the loops, in the
 backward loop and after them; the bytes the entry makes between the loops and holds through
 the backward loop (`layer_span.deferred_bytes`: the loss moved after it); XLA's cost analysis
@@ -17,6 +19,7 @@ of the program (HBM bytes accessed); and the largest buffer live at the peak.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import sys
 from pathlib import Path
@@ -77,21 +80,25 @@ def main() -> int:
     names = args.names.split(",")
     batches = [int(b) for b in args.batches.split(",")]
     fulls = {b: compile_one(args, "full", b * ways) for b in batches}
-    predictor = Predictor(tuple(baseline_from_build(f) for f in fulls.values()))
+    baselines = [baseline_from_build(f) for f in fulls.values()]
+    predictor = Predictor(tuple(baselines))
+    every_fetched = Predictor(tuple(dataclasses.replace(b, backward_loop_peak_bytes=0)
+                                    for b in baselines))
     lines = [f"# python benchmarks/gpu_schedule.py {' '.join(sys.argv[1:])}".rstrip(),
              f"{args.model} on {args.target}, seq {args.seq} (GiB; live peak per region of "
              "the schedule; deferred: held through the backward loop)",
              f"{'pdb':>3} {'names ' + args.choice:44} {'predicted':>9} {'compiled':>8} "
-             f"{'error':>6} " + " ".join(f"{r:>8}" for r in REGIONS)
+             f"{'error':>6} {'no headroom':>11} " + " ".join(f"{r:>8}" for r in REGIONS)
              + f" {'deferred':>8} {'HBM':>7}  largest at the peak"]
     for pdb in batches:
-        lines.append(_row(pdb, "full", None, regions(fulls[pdb])))
+        lines.append(_row(pdb, "full", None, None, regions(fulls[pdb])))
         for count in range(1, len(names) + 1):
             for kept in itertools.combinations(names, count):
                 policy = "names:" + ",".join(f"{n}={args.choice}" for n in kept)
                 figures = regions(compile_one(args, policy, pdb * ways))
                 predicted = predictor.predict(policy, pdb * ways).allocation_bytes
-                lines.append(_row(pdb, ",".join(kept), predicted, figures))
+                fetched = every_fetched.predict(policy, pdb * ways).allocation_bytes
+                lines.append(_row(pdb, ",".join(kept), predicted, fetched, figures))
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:
@@ -99,10 +106,11 @@ def main() -> int:
     return 0
 
 
-def _row(pdb: int, kept: str, predicted: int | None,
+def _row(pdb: int, kept: str, predicted: int | None, fetched: int | None,
          figures: tuple[dict[str, int], int, int, int, str]) -> str:
     peaks, deferred, allocation, hbm, largest = figures
     error = f"{predicted / allocation - 1:+6.1%}" if predicted else f"{'':>6}"
+    error += f" {fetched / allocation - 1:+11.1%}" if fetched else f" {'':>11}"
     guess = f"{predicted / GIB:9.2f}" if predicted else f"{'':>9}"
     return (f"{pdb:>3} {kept:44} {guess} {allocation / GIB:8.2f} {error} "
             + " ".join(f"{peaks[r] / GIB:8.2f}" for r in REGIONS)
