@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 from hloscope.formats.compile_record import LOG_FILE
+from hloscope.parsers.libtpu_log import SCHEDULER_LINE
 
 LOG_DIR = Path("/tmp/tpu_logs")
-MARKER = "Chose min-memory"  # libtpu's memory scheduler: one line in every TPU compile's log
 _PID = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+(\d+) ", re.M)
 
 
@@ -21,9 +21,9 @@ def libtpu_log_text(folder: Path, log_dir: Path = LOG_DIR) -> str | None:
     """The INFO log of the compile that made `folder`; None when it is in neither place."""
     path = Path(folder) / LOG_FILE
     text = path.read_text(errors="replace") if path.exists() else ""
-    if MARKER in text:
+    if SCHEDULER_LINE in text:
         return text
     match = _PID.search(text)
     files = sorted(log_dir.glob(f"tpu_driver.*INFO*.{match.group(1)}")) if match else []
     logs = (f.read_text(errors="replace") for f in files)
-    return next((log for log in logs if MARKER in log), None)
+    return next((log for log in logs if SCHEDULER_LINE in log), None)

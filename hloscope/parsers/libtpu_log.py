@@ -27,7 +27,8 @@ _LIMIT = re.compile(
     rf"\({_SIZE}\) - \(arguments \({_SIZE}\) - aliased_output\({_SIZE}\)\) - "
     rf"overlays \({_SIZE}\)")
 _REDUCTION = re.compile(rf"XLA::TPU rematerialization hbm reduction:\s+{_SIZE} => {_SIZE}")
-_SEQUENCE = re.compile(rf"Chose min-memory (\w+) sequence: {_SIZE}")
+SCHEDULER_LINE = "Chose min-memory"  # the memory scheduler's choice: in every TPU compile's log
+_SEQUENCE = re.compile(rf"{SCHEDULER_LINE} (\w+) sequence: {_SIZE}")
 
 
 @dataclass(frozen=True)

@@ -506,7 +506,8 @@ class Predictor:
                          OFFLOAD_DEVICE_COPIES, per_name[name]) for name in offloaded]
         fetched = [Term(f"layer × {name} offloaded, fetched back in the backward loop",
                         OFFLOAD_FETCHED_LAYERS, per_name[name]) for name in offloaded]
-        fetched += self._backward_loop_slack(_total(fetched), choices, per_name, tokens)
+        fetched += self._backward_loop_slack(_total(fetched),
+                                             _total(_kept_terms(config, choices, per_name)), tokens)
         loss = [Term("layers × the scan's layer inputs, live at the loss, which runs inside the "
                      "layer loops once a name is offloaded", config.n_layers,
                      per_name["norm1"]),  # the norm's output has the layer input's [b, s, h]
@@ -518,12 +519,11 @@ class Predictor:
                      self._interpolated(tokens, peak_above_outside))]
         return loss if _total(loss) > _total(fetched) else fetched
 
-    def _backward_loop_slack(self, fetched: int, choices: dict[str, str],
-                             per_name: dict[str, int], tokens: int) -> list[Term]:
+    def _backward_loop_slack(self, fetched: int, kept: int, tokens: int) -> list[Term]:
         """The fetched layers under `full`'s peak above its backward loop's, off TPU and where
         the baselines measured it: they live in that loop only, so they raise the program's
-        peak by what exceeds that headroom (less what the kept stacks took of it,
-        `_headroom_terms`). XLA:GPU's `full` of llama-8b / gpu:h100:1x1x8 peaks at the loss
+        peak by what exceeds that headroom (less what the kept stacks, `kept` bytes, took of
+        it: `_headroom_terms`). XLA:GPU's `full` of llama-8b / gpu:h100:1x1x8 peaks at the loss
         between the loops, 3.4 and 5.9 GiB above its backward loop at per-device batches 8 and
         16, and every offload policy of query_proj, attn_out, mlp_gate and mlp_up there
         allocates within 0.5% of `full` (`benchmarks/gpu_schedule.py --choice offload`). Not on
@@ -534,9 +534,8 @@ class Predictor:
         if (parse_target(self.base.target).backend == "tpu"
                 or not all(b.backward_loop_peak_bytes for b in self.baselines)):
             return []
-        kept = sum(per_name[n] for n, c in choices.items() if c == "device")
-        kept_under = min(kept * (self.base.transformer.n_layers - 1), self._span_headroom(tokens))
-        slack = self._interpolated(tokens, peak_above_backward_loop) - kept_under
+        slack = (self._interpolated(tokens, peak_above_backward_loop)
+                 - min(kept, self._span_headroom(tokens)))
         if slack <= 0 or fetched <= 0:
             return []
         return [Term("of the fetched layers under `full`'s peak above its backward loop", -1,
