@@ -33,12 +33,20 @@ Checks the issue's acceptance (printed as PASS/FAIL lines):
     python benchmarks/frontier_vs_maxtext.py --model llama-1b --target tpu:v5e:2x2 --seq 2048 \
         --names attn_out,query_proj,mlp_gate,mlp_up --max-batch 8 --random 8 \
         [--exhaustive attn_out,mlp_gate,mlp_up:1,2,3] [--cache DIR] [--out FILE] [--json FILE]
+
+With `--step FILE.py:make_step` instead of --model the same runs on a user's step
+(examples/jax_llama_step.py, say): the names are its traced checkpoint names, MaxText's order
+scores each by its traced shape (the dimensions after the batch: the first, then the product of
+the rest), the frontier measures each name by a compile first (`hloscope.sweeps.frontier_run`),
+and its predictor is `StepPredictor`. The global batch is the per-device batch times the devices
+tensor parallelism leaves.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import math
 import platform
 import random
 import sys
@@ -47,8 +55,10 @@ from pathlib import Path
 from typing import Any
 
 import hloscope
-from hloscope.analyses.predict.baseline import mesh_ways
+from hloscope.analyses.predict.baseline import baseline_batch, mesh_ways
+from hloscope.analyses.predict.measured import MeasuredBlock
 from hloscope.analyses.predict.model import Prediction, Predictor
+from hloscope.analyses.predict.step_model import StepPredictor
 from hloscope.spec.presets import preset_config
 from hloscope.spec.tensors import block_tensors, encode_named
 from hloscope.sweeps.frontier import Candidate, calibrated, frontier_names, policy_space
@@ -86,7 +96,7 @@ class Compiler:
         key = (policy, pdb)
         if key not in self.built:
             started = time.perf_counter()
-            result = hloscope.sweep(model=self.args.model, policies=[policy],
+            result = hloscope.sweep(**_workload(self.args), policies=[policy],
                                     target=self.args.target, cache=self.args.cache,
                                     grid=Grid((self.args.seq,), (pdb * self.data_ways,)))
             figures = result.outcomes[0].figures
@@ -118,6 +128,40 @@ def maxtext_order(config: Any, names: tuple[str, ...]) -> list[str]:
         raise SystemExit(f"names without a MaxText counterpart: {', '.join(unknown)}")
     order = sorted((theirs[n] for n in names), key=lambda m: (score[m], listed.index(m)))
     return [ours[m] for m in order]
+
+
+def step_order(step: str, target: str, names: tuple[str, ...]) -> list[str]:
+    """A user step's `names` in MaxText's priority order, scored by their traced shapes: the
+    dimensions after the batch, the first then the product of the rest, larger first (ties in
+    trace order)."""
+    shapes = {row.name: row.shape for row in hloscope.step_policies(step, target).tensors}
+
+    def score(name: str) -> tuple[int, int]:
+        shape = shapes[name][1:] or (1,)
+        return (-shape[0], -math.prod(shape[1:]))
+
+    return sorted(names, key=score)
+
+
+def _workload(args: argparse.Namespace) -> dict[str, str]:
+    """`hloscope.sweep`'s model or step argument."""
+    return {"step": args.step} if args.step else {"model": args.model}
+
+
+def _block(args: argparse.Namespace) -> tuple[str, ...]:
+    """The names a policy chooses for: the built-in block's, or the traced step's."""
+    if args.step:
+        return tuple(dict.fromkeys(r.name for r in hloscope.step_policies(
+            args.step, args.target).tensors))
+    return frontier_names(preset_config(args.model, seq_len=args.seq))
+
+
+def predictor_of(result: Any) -> Predictor:
+    """The predictor the frontier search ended with."""
+    if result.measured is not None:
+        return StepPredictor(tuple(result.baselines),
+                             block=MeasuredBlock.from_dict(result.measured))
+    return Predictor(tuple(result.baselines))
 
 
 def next_policy(policy: dict[str, str]) -> dict[str, str] | None:
@@ -180,24 +224,33 @@ def _short(policy: str) -> str:
 def main() -> int:
     args = _arguments()
     args.cache = args.cache or default_cache_dir()
-    config = preset_config(args.model, seq_len=args.seq)
-    data_ways = mesh_ways(config, args.target).batch
-    block = frontier_names(config)
-    names = tuple(args.names.split(","))
-    request = hloscope.api.sweep_request(args.model, "full", args.target, None, None,
-                                         Grid((args.seq,), (data_ways,)), cache=args.cache)
+    block = _block(args)
+    names = tuple(args.names.split(",")) if args.names else block
+    if args.step:
+        request = hloscope.api.sweep_request("", "full", args.target, None, None,
+                                             Grid((args.seq,), (1,)), cache=args.cache,
+                                             step=args.step)
+        data_ways = request.data_parallel
+        order = step_order(args.step, args.target, names)
+    else:
+        config = preset_config(args.model, seq_len=args.seq)
+        data_ways = mesh_ways(config, args.target).batch
+        request = hloscope.api.sweep_request(args.model, "full", args.target, None, None,
+                                             Grid((args.seq,), (data_ways,)), cache=args.cache)
+        order = maxtext_order(config, names)
     capacity = frontier_capacity(request, None)
     compiler = Compiler(args, data_ways)
     lines = [f"# python benchmarks/frontier_vs_maxtext.py {' '.join(sys.argv[1:])}",
              f"python {platform.python_version()}, hloscope {hloscope.__version__}; "
-             f"{args.model} on {args.target}, seq {args.seq}, per-device batch 1..{args.max_batch}"
+             f"{args.step or args.model} on {args.target}, seq {args.seq}, "
+             f"per-device batch 1..{args.max_batch}"
              f" (global = {data_ways} x), capacity {format_bytes(capacity)}",
              f"names: {', '.join(names)} (the block's other names recomputed)"]
-    report: dict[str, Any] = {"model": args.model, "target": args.target, "seq": args.seq,
+    report: dict[str, Any] = {"model": args.step or args.model, "target": args.target,
+                              "seq": args.seq,
                               "names": list(names), "capacity_bytes": capacity}
 
     started = time.perf_counter()
-    order = maxtext_order(config, names)
     maxtext = MaxTextProcedure(compiler, order, block, capacity)
     answer = maxtext.run(args.max_batch)
     maxtext_calls, maxtext_programs = compiler.calls, len(compiler.built)
@@ -213,10 +266,10 @@ def main() -> int:
     asked = sorted({pdb for pdb, _ in answer}) if args.frontier_batches == "answer" \
         else range(1, args.max_batch + 1)
     batches = tuple(p * data_ways for p in asked)
-    result = hloscope.sweep(model=args.model, target=args.target, cache=args.cache,
+    result = hloscope.sweep(**_workload(args), target=args.target, cache=args.cache,
                             grid=Grid((args.seq,), batches), search="frontier",
                             capacity=capacity, names=",".join(names))
-    predictor = Predictor(tuple(result.baselines))
+    predictor = predictor_of(result)
     which = "those of MaxText's answer" if args.frontier_batches == "answer" \
         else "the whole range"
     lines += ["", f"Frontier search at per-device batches {', '.join(map(str, asked))} "
@@ -323,7 +376,7 @@ def _prediction_errors(args: argparse.Namespace, result: Any, predictor: Predict
     errors: list[tuple[str, str, float]] = []
     lines = []
     compiled = {(r["batch"], r["policy"]) for r in result.rows if r["compiled_bytes"]}
-    baselines = {(b.config["batch"], encode_named({}, block)) for b in result.baselines}
+    baselines = {(baseline_batch(b), encode_named({}, block)) for b in result.baselines}
     for row in result.rows:
         if row["compiled_bytes"] and (row["batch"], row["policy"]) not in baselines:
             label = f"{row['batch'] // data_ways}:{row['policy']}"
@@ -377,14 +430,14 @@ def _exhaustive(args: argparse.Namespace, capacity: int, data_ways: int
     spec_names, spec_batches = args.exhaustive.split(":")
     names = tuple(spec_names.split(","))
     batches = tuple(int(b) * data_ways for b in spec_batches.split(","))
-    block = frontier_names(preset_config(args.model, seq_len=args.seq))
+    block = _block(args)
     space = policy_space(names, block)
     compiler = Compiler(args, data_ways)
     compiled = {(b, p): compiler.build(p, b // data_ways) for b in batches for p in space}
-    result = hloscope.sweep(model=args.model, target=args.target, cache=args.cache,
+    result = hloscope.sweep(**_workload(args), target=args.target, cache=args.cache,
                             grid=Grid((args.seq,), batches), search="frontier",
                             capacity=capacity, names=",".join(names))
-    predictor = Predictor(tuple(result.baselines))
+    predictor = predictor_of(result)
 
     def speed(policy: str, batch: int) -> tuple:
         p = predictor.predict(policy, batch)
@@ -412,9 +465,12 @@ def _exhaustive(args: argparse.Namespace, capacity: int, data_ways: int
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="llama-1b")
+    parser.add_argument("--step", default=None, metavar="FILE.py:make_step",
+                        help="a user's step instead of --model")
     parser.add_argument("--target", default="tpu:v5e:2x2")
     parser.add_argument("--seq", type=int, default=2048)
-    parser.add_argument("--names", default="attn_out,query_proj,mlp_gate,mlp_up")
+    parser.add_argument("--names", default=None, help="default: attn_out,query_proj,mlp_gate,"
+                        "mlp_up (--model), every traced name (--step)")
     parser.add_argument("--max-batch", type=int, default=8, help="per-device batch range top")
     parser.add_argument("--frontier-batches", choices=("answer", "range"), default="answer",
                         help="the frontier's batches: those MaxText's answer names (default) "
@@ -429,7 +485,10 @@ def _arguments() -> argparse.Namespace:
                         help="build cache (default: hloscope's)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.names is None and not args.step:
+        args.names = "attn_out,query_proj,mlp_gate,mlp_up"
+    return args
 
 
 if __name__ == "__main__":

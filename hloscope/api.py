@@ -370,7 +370,9 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
     that fits `capacity` bytes (default: the device's), predicted from compiled `full`
     baselines and confirmed by few compiles (`hloscope.sweeps.frontier`), varying only `names`
     (default: every residual name of the block; the others recomputed) over `choices`
-    (default: device, offload, remat); it returns a FrontierResult.
+    (default: device, offload, remat); it returns a FrontierResult. On a user's step the
+    names are its traced `checkpoint_name`s, each measured by one compile before the search
+    (`hloscope.sweeps.frontier_run`).
     `search="batch"` is `search_batch=True`."""
     from hloscope.sweeps.core import run_sweep_folder
 
@@ -379,14 +381,10 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
     if search == "frontier":
         from hloscope.sweeps.frontier_run import run_frontier
 
-        if step is not None or not isinstance(model, str):
-            raise UsageError("search='frontier' predicts the built-in model's per-tensor "
-                             "policies; it does not take a user's step")
-
         request = sweep_request(model, "full", target, output, config, grid, False, max_batch,
                                 executor, jobs, retries, cache, timeout, num_slices=num_slices,
                                 allow_any_topology=allow_any_topology, xla_flags=xla_flags,
-                                **overrides)
+                                step=step, **overrides)
         return run_frontier(request, capacity, force, names, choices)
     search_batch = search_batch or search == "batch"
 

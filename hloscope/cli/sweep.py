@@ -105,12 +105,9 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
     model).
     """
     if search == "frontier":
-        if step is not None:
-            raise click.UsageError("--search frontier predicts the built-in model's per-tensor "
-                                   "policies; it does not take --step")
         return _frontier(model or "", config, grid, target, xla_flags, executor, jobs, retries,
                          folder, force, cache_root, timeout, capacity, fmt,
-                         FrontierOptions(names, choices, plot))
+                         FrontierOptions(names, choices, plot), step)
     if names is not None or choices is not None or plot is not None:
         raise click.UsageError("--names, --choices and --plot go with --search frontier")
     request = sweep_request(model or "", policies, target, folder, config, grid, search == "batch",
@@ -138,10 +135,11 @@ class FrontierOptions:
     plot: Path | None
 
 
-def _frontier(model: str, config: TransformerConfig, grid: Grid, target: str,
+def _frontier(model: str, config: TransformerConfig | StepConfig, grid: Grid, target: str,
               xla_flags: tuple[str, ...], executor: ExecutorSpec, jobs: int | None,
               retries: int, folder: Path | None, force: bool, cache_root: Path | None,
-              timeout: float, capacity: str | None, fmt: str, options: FrontierOptions) -> int:
+              timeout: float, capacity: str | None, fmt: str, options: FrontierOptions,
+              step: str | None = None) -> int:
     from hloscope.reports.frontier import frontier_report
     from hloscope.reports.renderers.plot import check_plot_path
     from hloscope.sweeps.frontier_run import run_frontier
@@ -149,7 +147,7 @@ def _frontier(model: str, config: TransformerConfig, grid: Grid, target: str,
 
     request = sweep_request(model, "full", target, folder, config, grid, False,
                             executor=executor, jobs=jobs, retries=retries, cache=cache_root,
-                            timeout=timeout, xla_flags=xla_flags)
+                            timeout=timeout, xla_flags=xla_flags, step=step)
     if options.plot is not None:
         check_plot_path(options.plot)  # before any compile
     result = run_frontier(request, None if capacity is None else parse_bytes(capacity), force,

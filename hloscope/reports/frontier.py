@@ -22,6 +22,14 @@ def frontier_report(result: FrontierResult | dict[str, Any]) -> Report:
         Column("compiled_bytes", "compiled", "bytes"),
         Column("prediction_error", "error"), Column("predicted_step_s", "step", "seconds"),
         Column("fits", "fits")], rows)
+    measured = data.get("measured_names")
+    tables = [table] if measured is None else [table, _measured_table(measured)]
+    notes = ["predicted from compiled `full` baselines (hloscope.analyses.predict); a "
+             "compiled figure replaces its prediction, and a wrong one re-ranks"]
+    if measured is not None:
+        notes.append("your step's names measured by compiling `full` and each name kept at "
+                     f"batch {measured['batch']} (hloscope.analyses.predict.measured): one "
+                     "layer's stack on one device and the recompute keeping it saves")
     return Report(
         name="frontier", title="Per-tensor policy frontier",
         summary=[("capacity", Quantity(data["capacity_bytes"], "bytes")),
@@ -29,7 +37,14 @@ def frontier_report(result: FrontierResult | dict[str, Any]) -> Report:
                  ("compiles (builds, cache hits included)", data["compiles"]),
                  *((f"winner at batch {b}", w or "nothing fits")
                    for b, w in data["winners"].items())],
-        tables=[table],
-        notes=["predicted from compiled `full` baselines (hloscope.analyses.predict); a "
-               "compiled figure replaces its prediction, and a wrong one re-ranks"],
-        data=data)
+        tables=tables, notes=notes, data=data)
+
+
+def _measured_table(measured: dict[str, Any]) -> Table:
+    tokens = measured["batch"] * measured["seq_len"]
+    rows = [{"name": n["name"], "bytes": round(n["bytes_per_token"] * tokens),
+             "flops": round(n["flops_per_token"] * tokens)} for n in measured["names"]]
+    return Table("measured_names", f"Your step's names, measured ({measured['layers']} layers, "
+                 f"batch {measured['batch']})", [
+                     Column("name", "name"), Column("bytes", "one layer kept", "bytes"),
+                     Column("flops", "recompute saved per layer", "flops")], rows)

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hloscope.analyses.predict.baseline import Baseline
+from hloscope.analyses.predict.baseline import Baseline, baseline_batch
 from hloscope.analyses.predict.model import Prediction, Predictor
 from hloscope.errors import UsageError
 from hloscope.frames import Rendered
@@ -97,6 +97,7 @@ class FrontierResult(Rendered):
     candidates: int
     baselines: list[Baseline] = field(default_factory=list)
     choices: tuple[str, ...] = CHOICES
+    measured: dict[str, Any] | None = None  # a user step's names measured (`MeasuredBlock`)
 
     @property
     def winners(self) -> dict[int, str | None]:
@@ -109,7 +110,8 @@ class FrontierResult(Rendered):
                 "batches": list(self.batches),
                 "winners": {str(b): w for b, w in self.winners.items()},
                 "compiles": self.compiles, "candidates": self.candidates,
-                "rows": self.rows, "baselines": [b.to_dict() for b in self.baselines]}
+                "rows": self.rows, "baselines": [b.to_dict() for b in self.baselines],
+                "measured_names": self.measured}
 
     def frames(self) -> dict[str, list[dict[str, Any]]]:
         keep = ("batch", "policy", "status", "chosen", "predicted_bytes", "compiled_bytes",
@@ -149,13 +151,21 @@ def _subset(given: str | Sequence[str] | None, valid: tuple[str, ...],
 class FrontierSearch:
     """The search of the module docstring; `compile_batch(policies, batch)` compiles and
     returns {policy: (allocation bytes or None on failure, build folder[, the compiled
-    program's step estimate in seconds or None])} and the count of compiles it made."""
+    program's step estimate in seconds or None])} and the count of compiles it made;
+    `predictor_of` makes the predictor from the baselines (a user's step: `StepPredictor` with
+    its measured names); `compiled` holds programs compiled before the search (a user step's
+    names measured), (policy, batch) -> the figures `compile_batch` returns: candidates with
+    their compiled figures from the start."""
 
     def __init__(self, compile_batch: Callable[..., Any], baseline_of: Callable[[Path], Baseline],
                  base_policies: list[str], batches: tuple[int, ...], capacity: int,
-                 names: tuple[str, ...]) -> None:
+                 names: tuple[str, ...],
+                 predictor_of: Callable[[tuple[Baseline, ...]], Predictor] = Predictor,
+                 compiled: dict[tuple[str, int], tuple] | None = None) -> None:
         self.compile_batch = compile_batch
+        self.compiled_before = dict(compiled or {})  # (policy, batch) -> figures, as compiled
         self.baseline_of = baseline_of  # a build folder -> its Baseline
+        self.predictor_of = predictor_of
         self.policies = base_policies
         self.batches = tuple(sorted(batches))
         self.capacity = capacity
@@ -173,6 +183,7 @@ class FrontierSearch:
             if self._full_overflows is not None and batch > self._full_overflows:
                 continue  # `full` does not fit at a smaller batch: nothing is searched here
             candidates = self._predicted(batch, {})
+            self._compiled_before(candidates, batch)
             winner = self._search(candidates, batch)
             if winner is None:
                 self._overflows_at(batch)
@@ -187,7 +198,7 @@ class FrontierSearch:
             raise UsageError(f"the `full` baseline did not compile at batch {self.batches[0]}")
         if first.allocation_bytes > self.capacity:
             return
-        single = Predictor((first,))
+        single = self.predictor_of((first,))
         larger = [b for b in self.batches[1:]
                   if single.predict(self._every_remat(), b).device_bytes <= self.capacity]
         for batch in reversed(larger[-2:] if larger else self.batches[1:2]):
@@ -220,7 +231,7 @@ class FrontierSearch:
     def _predicted(self, batch: int, compiled: dict[str, Candidate]) -> dict[str, Candidate]:
         """Every candidate at `batch`, predicted from the baselines so far; those already
         compiled keep their compiled figures."""
-        predictor = Predictor(tuple(self.baselines))
+        predictor = self.predictor_of(tuple(self.baselines))
         candidates = {p: Candidate(predictor.predict(p, batch)) for p in self.policies}
         for policy, done in compiled.items():
             mine = candidates[policy]
@@ -228,11 +239,22 @@ class FrontierSearch:
                 done.compiled_bytes, done.compiled_ok, done.folder, done.held_bytes
         full = candidates.get(self._every_remat())
         for baseline in self.baselines:
-            if baseline.config["batch"] == batch and full is not None:
+            if baseline_batch(baseline) == batch and full is not None:
                 full.compiled_bytes = baseline.allocation_bytes
         for candidate in candidates.values():
             candidate.compiled_step_s = self.steps.get((candidate.prediction.policy, batch))
         return candidates
+
+    def _compiled_before(self, candidates: dict[str, Candidate], batch: int) -> None:
+        for (policy, at), (size, folder, *step) in self.compiled_before.items():
+            mine = candidates.get(policy)
+            if at != batch or mine is None or mine.compiled_bytes is not None:
+                continue
+            mine.compiled_ok, mine.compiled_bytes = size is not None, size or 0
+            mine.folder, mine.compiled_step_s = folder, step[0] if step else None
+            if size:
+                self.overestimate = max(self.overestimate,
+                                        mine.prediction.device_bytes / size - 1)
 
     def _search(self, candidates: dict[str, Candidate], batch: int) -> Candidate | None:
         """Rounds of: the fastest candidate whose known bytes fit is the winner; compile it

@@ -1,19 +1,33 @@
 """Runs `--search frontier` (`frontier.py`) on a sweep request: each round's compiles are a
 one-batch sweep of the round's policies through `core.run_sweep` (the same executor, cache and
-build folders as any sweep; no jax)."""
+build folders as any sweep; no jax).
+
+On a user's step (`--step`) the names are the traced step's (`workloads.step_names`, a child
+process) and their costs are measured before the search: `full` and `names:NAME=device` for
+each name at the grid's smallest batch (`analyses/predict/measured.py`; those compiles are the
+search's first, counted in `compiles`); the predictor is then `StepPredictor`. A name that adds
+nothing to the forward loop's stacks is not a residual of the backward pass (it is the block's
+output, say): its three choices compile the same program, so it is left recomputed."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hloscope.analyses.oom.categories import INPUTS, MODEL_STATE, breakdown, category_bytes
 from hloscope.analyses.predict.baseline import Baseline, remat_percent_flag
+from hloscope.analyses.predict.measured import MeasuredBlock, NameCost, name_cost
+from hloscope.analyses.predict.model import Predictor
+from hloscope.analyses.predict.step_model import StepPredictor
 from hloscope.devices import memory_budget
 from hloscope.errors import UsageError
-from hloscope.spec.policies import parse_variant
+from hloscope.spec.policies import Variant, parse_variant
+from hloscope.spec.step import StepConfig, parse_step_variants, resolved_step_variant
 from hloscope.spec.targets import parse_target
+from hloscope.spec.tensors import encode_named
 from hloscope.sweeps.core import SweepRequest, run_sweep, validate
 from hloscope.sweeps.frontier import (
     FrontierResult,
@@ -43,38 +57,115 @@ def run_frontier(request: SweepRequest, capacity: int | None = None,
                  force: bool = False, names: str | Sequence[str] | None = None,
                  choices: str | Sequence[str] | None = None) -> FrontierResult:
     """The frontier of `request`'s grid (one sequence length; its batches), varying `names`
-    over `choices` (default: every residual name, every choice; the others recomputed)."""
-    block = frontier_names(request.base)
-    names, choices = restrict(block, names, choices)
-    limit = frontier_capacity(request, capacity)
+    over `choices` (default: every residual name, every choice; the others recomputed); of a
+    user's step when `request.base` is a StepConfig."""
+    step = request.base if isinstance(request.base, StepConfig) else None
     grid = request.sweep_grid
     if len(grid.seq_lens) != 1:
         raise UsageError("--search frontier takes one --seq")
+    if step is not None and (grid.seq_lens[0] <= 0 or min(grid.batches) <= 0):
+        raise UsageError("--search frontier on a user's step needs --batch and --seq: what "
+                         "each name costs is measured per token and scaled with the batch")
+    limit = frontier_capacity(request, capacity)
+    block = _step_block(step, request.target) if step else frontier_names(request.base)
+    names, choices = restrict(block, names, choices)
     validate(dataclasses.replace(request, grid=grid))
     if request.out_dir is not None:
         prepare_folder(request.out_dir, force)
-    rounds = iter(range(1, 1 << 20))
-
-    def compile_batch(policies: list[str], batch: int):
-        out = None if request.out_dir is None else \
-            request.out_dir / f"batch{batch}-round{next(rounds)}"
-        sub = dataclasses.replace(
-            request, variants=tuple(parse_variant(p, request.base) for p in policies),
-            grid=Grid(grid.seq_lens, (batch,)), search_batch=False, out_dir=out)
-        result = run_sweep(sub)
-        built = {o.case.variant.name: (o.figures.required_bytes if o.figures.status == "ok"
-                                       else None, o.folder, _step_seconds(o.figures))
-                 for o in result.outcomes}
-        return built, result.compiles + result.cache_hits
-
+    compile_batch = _BatchCompiler(request, block)
+    predictor_of: Callable[[tuple[Baseline, ...]], Predictor] = Predictor
+    measured = None
+    if step is not None:
+        measured = measure_names(compile_batch, names, block, min(grid.batches),
+                                 grid.seq_lens[0])
+        names = tuple(n.name for n in measured.names if n.bytes_per_token > 0)
+        if not names:
+            raise UsageError(f"{step.factory}: keeping any of its names adds nothing to the "
+                             "forward loop's stacks; no per-tensor policy differs from `full`")
+        predictor_of = functools.partial(StepPredictor, block=measured)
     space = policy_space(names, block, choices)
     result = FrontierSearch(compile_batch, baseline_from_build, space, grid.batches, limit,
-                            names).run()
-    result = dataclasses.replace(result, choices=choices)
+                            names, predictor_of, compile_batch.known).run()
+    result = dataclasses.replace(result, choices=choices, compiles=compile_batch.compiles,
+                                 measured=measured.to_dict() if measured else None)
     if request.out_dir is not None:
         (Path(request.out_dir) / FRONTIER_FILE).write_text(
             json.dumps(result.to_dict(), indent=1) + "\n")
     return result
+
+
+def _step_block(step: StepConfig, target: str) -> tuple[str, ...]:
+    from hloscope.workloads.step_names import trace_step_names
+
+    names = tuple(dict.fromkeys(n.name for n in trace_step_names(step, target)))
+    if not names:
+        raise UsageError(f"{step.factory} names no tensors (no jax.ad_checkpoint."
+                         "checkpoint_name in the traced step): --search frontier has nothing "
+                         "to choose for")
+    return names
+
+
+class _BatchCompiler:
+    """`FrontierSearch`'s `compile_batch`: one sweep of `policies` at one batch; a program
+    compiled before in this search is not compiled (nor counted) again."""
+
+    def __init__(self, request: SweepRequest, block: tuple[str, ...]) -> None:
+        self.request = request
+        self.block = block
+        self.compiles = 0
+        self.known: dict[tuple[str, int], tuple[int | None, Path | None, float | None]] = {}
+        self.rounds = itertools.count(1)
+
+    def __call__(self, policies: list[str], batch: int) -> tuple[dict[str, tuple], int]:
+        wanted = [p for p in dict.fromkeys(policies) if (p, batch) not in self.known]
+        made = 0
+        if wanted:
+            request = self.request
+            out = None if request.out_dir is None else \
+                request.out_dir / f"batch{batch}-round{next(self.rounds)}"
+            sub = dataclasses.replace(
+                request, variants=tuple(self._variant(p) for p in wanted),
+                grid=Grid(request.sweep_grid.seq_lens, (batch,)), search_batch=False,
+                out_dir=out)
+            result = run_sweep(sub)
+            for o in result.outcomes:
+                self.known[o.case.variant.name, batch] = (
+                    o.figures.required_bytes if o.figures.status == "ok" else None, o.folder,
+                    _step_seconds(o.figures))
+            made = result.compiles + result.cache_hits
+            self.compiles += made
+        return {p: self.known[p, batch] for p in policies}, made
+
+    def _variant(self, policy: str) -> Variant:
+        base = self.request.base
+        if not isinstance(base, StepConfig):
+            return parse_variant(policy, base)
+        variant = parse_step_variants(policy, base.takes_layers)[0]
+        return resolved_step_variant(variant, self.block, base.factory)
+
+
+def measure_names(compile_batch: _BatchCompiler, names: tuple[str, ...],
+                  block: tuple[str, ...], batch: int, seq_len: int) -> MeasuredBlock:
+    """Each of `names`' cost (`measured.py`) from `full` and `names:NAME=device` (the
+    block's other names recomputed) at `batch`."""
+    from hloscope.loader.build import load_build
+
+    kept = {name: encode_named({name: "device"}, block) for name in names}
+    built, _ = compile_batch([BASELINE_POLICIES[0], *kept.values()], batch)
+    modules = {}
+    for policy, (_, folder, _) in built.items():
+        loaded = load_build(Path(folder)) if folder is not None else None
+        if loaded is None or loaded.module is None:
+            raise UsageError(f"measuring the step's names needs {policy!r} compiled at batch "
+                             f"{batch}; it did not compile (pass a smaller --batch)")
+        modules[policy] = loaded.module
+    costs: list[NameCost] = []
+    layers = 0
+    for name, policy in kept.items():
+        cost, layers = name_cost(name, modules[BASELINE_POLICIES[0]], modules[policy],
+                                 batch * seq_len)
+        costs.append(cost)
+    return MeasuredBlock(layers, tuple(costs), batch, seq_len)
 
 
 def _step_seconds(figures) -> float | None:

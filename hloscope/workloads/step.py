@@ -16,6 +16,7 @@ some other way, so the variant would silently compile as something else).
 """
 from __future__ import annotations
 
+import ast
 import base64
 import functools
 import hashlib
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import UsageError
+from hloscope.errors import HloscopeError, InputError, UsageError
 from hloscope.spec.step import StepConfig
 from hloscope.workloads.capture import CapturedSpec, concrete_args, portable_args
 
@@ -248,8 +249,39 @@ def _defining_file(factory: Callable[..., Any]) -> Path | None:
 
 
 def reference_takes_layers(reference: str) -> bool:
-    """`takes_layers` of a `FILE.py:function` / `module:function` factory, imported here."""
-    return takes_layers(load_factory(StepConfig(reference, "")))
+    """`takes_layers` of a `FILE.py:function` / `module:function` factory: read from the file's
+    syntax tree where the function is a top-level `def` of a FILE.py (this process then imports
+    neither the file nor the jax it imports), else imported here."""
+    location, _, name = reference.rpartition(":")
+    if location.endswith(".py"):
+        defined = _top_level_def(Path(location), name)
+        if defined is not None:
+            arguments = defined.args
+            positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+            if not positional and arguments.vararg is None:
+                raise UsageError(f"{name} must take remat: def make_step(remat) or "
+                                 "make_step(remat, layers)")
+            return len(positional) >= 2 and positional[1] == "layers"
+    try:
+        factory = load_factory(StepConfig(reference, ""))
+    except HloscopeError:
+        raise
+    except Exception as error:  # the user's module failed to import: their error, not ours
+        raise InputError(f"cannot import {reference}: {type(error).__name__}: {error}") \
+            from error
+    return takes_layers(factory)
+
+
+def _top_level_def(path: Path, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The last top-level `def NAME` of `path`, undecorated (None where it has none, or does
+    not parse: the import then says why; a decorator may change the signature)."""
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found = [node for node in tree.body
+             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name]
+    return found[-1] if found and not found[-1].decorator_list else None
 
 
 def _name(factory: Callable[..., Any]) -> str:

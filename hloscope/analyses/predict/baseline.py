@@ -20,6 +20,7 @@ from hloscope.spec.config import TransformerConfig
 from hloscope.spec.flag_values import flag_value
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.mesh import plan_mesh
+from hloscope.spec.step import is_step_config
 from hloscope.spec.targets import parse_target
 from hloscope.spec.tensors import tokens_per_device
 
@@ -106,7 +107,17 @@ def peak_above_outside(baseline: Baseline) -> int:
 
 
 def baseline_tokens(baseline: Baseline) -> int:
-    """Tokens of one micro-batch on one device."""
+    """Tokens of one micro-batch on one device; of the step (batch × sequence) for a user's
+    step, whose sharding only its compile knows (`measured.py`'s per-token figures alike)."""
+    if is_step_config(baseline.config):
+        step = baseline.config["step"]
+        return step["batch"] * step["seq_len"]
     config = baseline.transformer
     return tokens_per_device(config, mesh_ways(config, baseline.target).batch)
 
+
+
+def baseline_batch(baseline: Baseline) -> int:
+    """The batch the baseline was compiled at (the grid's: global)."""
+    config = baseline.config
+    return (config["step"] if is_step_config(config) else config)["batch"]

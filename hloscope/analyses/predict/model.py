@@ -354,7 +354,7 @@ class Predictor:
         tokens = tokens_per_device(config, ways.batch)
         per_name = {t.name: tensor_bytes(t, config, ways.batch, ways.tensor)
                     for t in block_tensors(config) if t.name in names}
-        kept = _kept_terms(config, choices, per_name)
+        kept = kept_terms(config.n_layers, choices, per_name)
         device = self._scaling_terms(tokens) + kept
         if micro_batches == 1:  # an accumulation loop reschedules the step: not measured
             device += self._headroom_terms(choices, kept, tokens)
@@ -507,7 +507,8 @@ class Predictor:
         fetched = [Term(f"layer × {name} offloaded, fetched back in the backward loop",
                         OFFLOAD_FETCHED_LAYERS, per_name[name]) for name in offloaded]
         fetched += self._backward_loop_slack(_total(fetched),
-                                             _total(_kept_terms(config, choices, per_name)), tokens)
+                                             _total(kept_terms(config.n_layers, choices, per_name)),
+                                             tokens)
         loss = [Term("layers × the scan's layer inputs, live at the loss, which runs inside the "
                      "layer loops once a name is offloaded", config.n_layers,
                      per_name["norm1"]),  # the norm's output has the layer input's [b, s, h]
@@ -578,16 +579,21 @@ class Predictor:
     def _step_seconds(self, config: TransformerConfig, prediction: Prediction,
                       batch_ways: int) -> float | None:
         base = self.base
-        target = parse_target(base.target)
         scale = (tokens_per_device(config, batch_ways) * config.micro_batches
                  / (baseline_tokens(base) * base.transformer.micro_batches))
+        return self._roofline(prediction, scale, config.compute_dtype)
+
+    def _roofline(self, prediction: Prediction, scale: float, compute_dtype: str) -> float:
+        """The roofline step of `prediction`, the baseline's HBM bytes scaled by `scale` (the
+        step's tokens over the baseline's) plus the offloaded bytes' traffic."""
+        base = self.base
+        target = parse_target(base.target)
         moved = prediction.host_bytes
         hbm = base.hbm_bytes * scale + OFFLOAD_HBM_PASSES * moved
-        estimate = estimate_step(target.device, config.compute_dtype, prediction.flops, hbm,
+        estimate = estimate_step(target.device, compute_dtype, prediction.flops, hbm,
                                  base.collective_bytes, moved, moved,
                                  num_slices=target.num_slices)
         return estimate.overlapped_seconds
-
 
 def _segment(knots: list[tuple[int, _Knot]],
              tokens: int) -> tuple[tuple[int, _Knot], tuple[int, _Knot]] | None:
@@ -605,9 +611,7 @@ def _kept_names(config: TransformerConfig) -> tuple[str, ...]:
     return tuple(name for name in block_names(config) if name != "mlp_out")
 
 
-def _kept_terms(config: TransformerConfig, choices: dict[str, str],
-                per_name: dict[str, int]) -> list[Term]:
-    layers = config.n_layers
+def kept_terms(layers: int, choices: dict[str, str], per_name: dict[str, int]) -> list[Term]:
     terms = []
     for name, choice in choices.items():
         if choice == "device":
