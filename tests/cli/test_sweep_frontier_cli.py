@@ -27,13 +27,14 @@ def test_no_capacity_on_a_device_without_one_is_refused():
     assert "--capacity" in result.output and "Traceback" not in result.output
 
 
-def test_step_with_frontier_is_refused(tmp_path: Path):
+def test_step_frontier_without_batch_and_seq_is_refused_before_tracing(tmp_path: Path):
     step = tmp_path / "step.py"
     step.write_text("def make_step(remat):\n    raise AssertionError('not called')\n")
     result = CliRunner().invoke(cli, ["sweep", "--step", f"{step}:make_step", "--target", "cpu",
                                       "--search", "frontier", "--capacity", "1GiB"])
     assert result.exit_code == 2
-    assert "--step" in result.output
+    assert "--batch and --seq" in result.output
+    assert "not called" not in result.output and "Traceback" not in result.output
 
 
 def test_unknown_name_is_refused_with_the_valid_ones():
