@@ -18,6 +18,7 @@ import json
 import statistics
 
 import pytest
+from frontier_truth import assert_winners_are_the_exhaustive_ones
 
 import hloscope
 from hloscope.analyses.predict.model import Predictor
@@ -52,22 +53,14 @@ def exhaustive(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 @pytest.mark.compile
 def test_frontier_equals_the_exhaustive_one(exhaustive: dict) -> None:
-    result, compiled, capacity = (exhaustive[k] for k in ("result", "compiled", "capacity"))
+    result = exhaustive["result"]
     predictor = Predictor(tuple(result.baselines))
 
     def speed(policy: str, batch: int) -> tuple:
         p = predictor.predict(policy, batch)
         return (p.step_seconds or 0.0, p.flops)
 
-    for batch in BATCHES:
-        fitting = [p for p in exhaustive["space"] if compiled[batch, p] <= capacity]
-        truth = min(fitting, key=lambda p: speed(p, batch)) if fitting else None
-        found = result.winners[batch]
-        assert (found is None) == (truth is None), batch
-        if truth is not None:
-            assert speed(found, batch) == speed(truth, batch), (batch, found, truth)
-            assert compiled[batch, found] <= capacity
-    assert result.candidates == len(exhaustive["space"]) * len(BATCHES)
+    assert_winners_are_the_exhaustive_ones(result, exhaustive, BATCHES, speed)
     assert 1 <= result.compiles < result.candidates
 
 

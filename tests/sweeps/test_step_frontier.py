@@ -17,6 +17,7 @@ import statistics
 
 import pytest
 from conftest import REPO
+from frontier_truth import assert_winners_are_the_exhaustive_ones
 
 pytest.importorskip("flax")
 
@@ -67,7 +68,7 @@ def test_each_name_is_measured_as_its_closed_form(searched: dict) -> None:
 
 @pytest.mark.compile
 def test_step_frontier_equals_the_exhaustive_one(searched: dict) -> None:
-    result, compiled, capacity = (searched[k] for k in ("result", "compiled", "capacity"))
+    result = searched["result"]
     predictor = StepPredictor(tuple(result.baselines),
                               block=MeasuredBlock.from_dict(result.measured))
 
@@ -75,15 +76,7 @@ def test_step_frontier_equals_the_exhaustive_one(searched: dict) -> None:
         p = predictor.predict(policy, batch)
         return (p.step_seconds or 0.0, p.flops, p.host_bytes, p.device_bytes)
 
-    for batch in BATCHES:
-        fitting = [p for p in searched["space"] if compiled[batch, p] <= capacity]
-        truth = min(fitting, key=lambda p: speed(p, batch)) if fitting else None
-        found = result.winners[batch]
-        assert (found is None) == (truth is None), batch
-        if truth is not None:
-            assert speed(found, batch)[:2] == speed(truth, batch)[:2], (batch, found, truth)
-            assert compiled[batch, found] <= capacity
-    assert result.candidates == len(searched["space"]) * len(BATCHES)
+    assert_winners_are_the_exhaustive_ones(result, searched, BATCHES, speed, compared=2)
     assert result.compiles < result.candidates + len(NAMES)
 
 
