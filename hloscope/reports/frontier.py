@@ -29,7 +29,8 @@ def frontier_report(result: FrontierResult | dict[str, Any]) -> Report:
     if measured is not None:
         notes.append("your step's names measured by compiling `full` and each name kept at "
                      f"batch {measured['batch']} (hloscope.analyses.predict.measured): one "
-                     "layer's stack on one device and the recompute keeping it saves")
+                     "layer's stack on one device, the recompute keeping it saves and the HBM "
+                     "traffic keeping it adds (either sign; in the predicted step)")
     return Report(
         name="frontier", title="Per-tensor policy frontier",
         summary=[("capacity", Quantity(data["capacity_bytes"], "bytes")),
@@ -43,8 +44,11 @@ def frontier_report(result: FrontierResult | dict[str, Any]) -> Report:
 def _measured_table(measured: dict[str, Any]) -> Table:
     tokens = measured["batch"] * measured["seq_len"]
     rows = [{"name": n["name"], "bytes": round(n["bytes_per_token"] * tokens),
-             "flops": round(n["flops_per_token"] * tokens)} for n in measured["names"]]
+             "flops": round(n["flops_per_token"] * tokens),
+             "hbm": round(n.get("hbm_bytes_per_token", 0.0) * tokens)}
+            for n in measured["names"]]
     return Table("measured_names", f"Your step's names, measured ({measured['layers']} layers, "
                  f"batch {measured['batch']})", [
                      Column("name", "name"), Column("bytes", "one layer kept", "bytes"),
-                     Column("flops", "recompute saved per layer", "flops")], rows)
+                     Column("flops", "recompute saved per layer", "flops"),
+                     Column("hbm", "HBM traffic added per layer", "bytes")], rows)

@@ -10,7 +10,12 @@ recompute each saves); a user's block does not. Two compiles at one batch measur
   (llama-1b / tpu:v5e:2x2, per-device batch 3: mlp_gate and mlp_up +96.0 MiB per layer each,
   attn_out +24.0, their closed forms 3 × 2048 × 8192 × 2 B and 3 × 2048 × 2048 × 2 B);
 - **FLOPs**: the recompute keeping NAME saves is `full`'s FLOPs less the other program's
-  (hloscope's count of each compiled program, per device), over the layers and the tokens.
+  (hloscope's count of each compiled program, per device), over the layers and the tokens;
+- **HBM bytes**: what keeping NAME adds to the bytes the program accesses (the other program's
+  less `full`'s, the same count: writing and reading the stack, less the recompute's traffic;
+  either sign), over the layers and the tokens. The roofline of a memory-bound program turns
+  on it: examples/jax_llama_step.py on gpu:h100:1x1x1 at per-device batch 18 accesses more
+  with any of its four names kept than `full` does, so keeping names there costs step time.
 
 Per-token figures are per token of the step (global batch × sequence), so they scale with the
 batch at the measured sequence length. Savings add across names (the same llama-1b programs:
@@ -43,6 +48,7 @@ class NameCost:
     name: str
     bytes_per_token: float  # one layer's stack of it on one device
     flops_per_token: float  # one layer's recompute on one device that keeping it saves
+    hbm_bytes_per_token: float = 0.0  # one layer's HBM traffic keeping it on the device adds
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,6 +77,10 @@ class MeasuredBlock:
     def saved_flops_per_token(self, kept: set[str]) -> float:
         """One layer's recompute per token the `kept` names save (summed; module docstring)."""
         return sum(n.flops_per_token for n in self.names if n.name in kept)
+
+    def added_hbm_bytes_per_token(self, on_device: set[str]) -> float:
+        """One layer's HBM traffic per token the `on_device` names add (summed, as FLOPs are)."""
+        return sum(n.hbm_bytes_per_token for n in self.names if n.name in on_device)
 
     def to_dict(self) -> dict[str, Any]:
         return {"layers": self.layers, "batch": self.batch, "seq_len": self.seq_len,
@@ -105,5 +115,7 @@ def name_cost(name: str, full: HloModule, kept: HloModule, tokens: int) -> tuple
                          "in the compiled program): scan them with layers.scan or lax.scan")
     layers = stacks[0].layers
     added = max(0, stacks[1].bytes - stacks[0].bytes) / layers
-    saved = max(0, flops(full).total.flops - flops(kept).total.flops) / layers
-    return NameCost(name, added / tokens, saved / tokens), layers
+    full_cost, kept_cost = flops(full).total, flops(kept).total
+    saved = max(0, full_cost.flops - kept_cost.flops) / layers
+    traffic = (kept_cost.bytes_accessed - full_cost.bytes_accessed) / layers
+    return NameCost(name, added / tokens, saved / tokens, traffic / tokens), layers

@@ -583,13 +583,15 @@ class Predictor:
                  / (baseline_tokens(base) * base.transformer.micro_batches))
         return self._roofline(prediction, scale, config.compute_dtype)
 
-    def _roofline(self, prediction: Prediction, scale: float, compute_dtype: str) -> float:
+    def _roofline(self, prediction: Prediction, scale: float, compute_dtype: str,
+                  added_hbm_bytes: float = 0.0) -> float:
         """The roofline step of `prediction`, the baseline's HBM bytes scaled by `scale` (the
-        step's tokens over the baseline's) plus the offloaded bytes' traffic."""
+        step's tokens over the baseline's) plus the offloaded bytes' traffic and
+        `added_hbm_bytes` (a user step's kept names, measured)."""
         base = self.base
         target = parse_target(base.target)
         moved = prediction.host_bytes
-        hbm = base.hbm_bytes * scale + OFFLOAD_HBM_PASSES * moved
+        hbm = max(0.0, base.hbm_bytes * scale + OFFLOAD_HBM_PASSES * moved + added_hbm_bytes)
         estimate = estimate_step(target.device, compute_dtype, prediction.flops, hbm,
                                  base.collective_bytes, moved, moved,
                                  num_slices=target.num_slices)

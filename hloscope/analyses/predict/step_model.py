@@ -9,7 +9,10 @@ layer spans measured, one layer fetched back in the backward loop beyond `full`'
 that loop; otherwise OFFLOAD_DEVICE_COPIES layers of it (the moment libtpu's loss inside the
 loops makes on the built-in model needs its layer inputs and logits, which a user's step does
 not state). FLOPs: the baseline's per token, less L × the recompute the kept names save,
-measured. Not predicted for a user's step: the built-in model's libtpu terms (the gathered
+measured. Step time: the built-in model's roofline with the HBM bytes each name kept on the
+device adds, measured (`MeasuredBlock.added_hbm_bytes_per_token`; an offloaded name's stack
+traffic is OFFLOAD_HBM_PASSES over its host bytes, as on the built-in model). Not predicted for a
+user's step: the built-in model's libtpu terms (the gathered
 embedding table and the logits held through the backward loop, whose sizes come from its
 config) and gradient accumulation (the step is the user's, micro-batches or not).
 """
@@ -73,8 +76,10 @@ class StepPredictor(Predictor):
                                 self._remat_limit(), self._remat_percent())
         scale = tokens / baseline_tokens(self.base)
         dtype = self.base.config["step"].get("compute_dtype", "bfloat16")
+        on_device = {name for name, choice in choices.items() if choice == "device"}
+        added = block.layers * tokens * block.added_hbm_bytes_per_token(on_device)
         return dataclasses.replace(prediction,
-                                   step_seconds=self._roofline(prediction, scale, dtype))
+                                   step_seconds=self._roofline(prediction, scale, dtype, added))
 
     def _step_offload_terms(self, choices: dict[str, str], per_name: dict[str, int], kept: int,
                             tokens: int) -> list[Term]:

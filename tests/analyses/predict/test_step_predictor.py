@@ -8,6 +8,8 @@ from hloscope.analyses.predict.baseline import Baseline
 from hloscope.analyses.predict.measured import MeasuredBlock, NameCost
 from hloscope.analyses.predict.model import OFFLOAD_DEVICE_COPIES
 from hloscope.analyses.predict.step_model import StepPredictor
+from hloscope.analyses.roofline import estimate_step
+from hloscope.devices import get_device
 from hloscope.errors import UsageError
 
 SEQ, BATCH, LAYERS = 32, 4, 4
@@ -60,6 +62,23 @@ def test_two_baselines_give_the_line_through_them():
     high = Baseline(**{**high.to_dict(), "allocation_bytes": 2_200_000})
     p = StepPredictor((low, high), block=BLOCK).predict("names:*=remat", 2 * BATCH)
     assert p.device_bytes == pytest.approx(1_600_000, abs=2)  # half way between them
+
+
+def test_a_kept_names_measured_traffic_is_in_the_memory_bound_step():
+    """H100 roofline by hand: HBM bytes = the baseline's scaled + L × tokens × the name's added
+    traffic per token (a memory-bound step: 10^12 B against 10^9 FLOPs)."""
+    hbm, added = 10**12, 500_000_000.0
+    block = MeasuredBlock(LAYERS, (NameCost("hidden", 100.0, 50.0, added),), BATCH, SEQ)
+    b = Baseline(**{**baseline().to_dict(), "hbm_bytes": hbm})
+    p = StepPredictor((b,), block=block).predict("names:hidden=device", 2 * BATCH)
+    h100 = get_device("h100")
+    by_hand = estimate_step(h100, "bfloat16", p.flops, 2 * hbm + LAYERS * 2 * TOKENS * added,
+                            0, 0, 0).overlapped_seconds
+    without = estimate_step(h100, "bfloat16", p.flops, 2 * hbm, 0, 0, 0).overlapped_seconds
+    assert p.step_seconds == pytest.approx(by_hand, rel=1e-9)
+    assert p.step_seconds > 1.1 * without
+    remat = StepPredictor((b,), block=block).predict("names:*=remat", 2 * BATCH)
+    assert remat.step_seconds == pytest.approx(without, rel=1e-9)  # HBM-bound: FLOPs aside
 
 
 def test_refusals():
