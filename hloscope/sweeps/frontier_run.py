@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hloscope.analyses.oom.categories import INPUTS, MODEL_STATE, breakdown, category_bytes
 from hloscope.analyses.predict.baseline import Baseline, remat_percent_flag
-from hloscope.analyses.predict.measured import MeasuredBlock, NameCost, name_cost
+from hloscope.analyses.predict.measured import MeasuredBlock, measure_program, name_cost
 from hloscope.analyses.predict.model import Predictor
 from hloscope.analyses.predict.step_model import StepPredictor
 from hloscope.devices import memory_budget
@@ -152,20 +152,17 @@ def measure_names(compile_batch: _BatchCompiler, names: tuple[str, ...],
 
     kept = {name: encode_named({name: "device"}, block) for name in names}
     built, _ = compile_batch([BASELINE_POLICIES[0], *kept.values()], batch)
-    modules = {}
+    measures = {}
     for policy, (_, folder, _) in built.items():
         loaded = load_build(Path(folder)) if folder is not None else None
         if loaded is None or loaded.module is None:
             raise UsageError(f"measuring the step's names needs {policy!r} compiled at batch "
                              f"{batch}; it did not compile (pass a smaller --batch)")
-        modules[policy] = loaded.module
-    costs: list[NameCost] = []
-    layers = 0
-    for name, policy in kept.items():
-        cost, layers = name_cost(name, modules[BASELINE_POLICIES[0]], modules[policy],
-                                 batch * seq_len)
-        costs.append(cost)
-    return MeasuredBlock(layers, tuple(costs), batch, seq_len)
+        measures[policy] = measure_program(loaded.module)
+    full = measures[BASELINE_POLICIES[0]]
+    costs = tuple(name_cost(name, full, measures[policy], batch * seq_len)
+                  for name, policy in kept.items())
+    return MeasuredBlock(full.stack.layers, costs, batch, seq_len)
 
 
 def _step_seconds(figures) -> float | None:

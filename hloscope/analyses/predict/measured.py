@@ -104,18 +104,32 @@ def forward_layer_stack(module: HloModule) -> LayerStack | None:
     return LayerStack(first.name, loops[first.name].layers, first.shape.byte_size)
 
 
-def name_cost(name: str, full: HloModule, kept: HloModule, tokens: int) -> tuple[NameCost, int]:
-    """NAME's cost from `full` and `names:NAME=device` compiled at `tokens` per step, and the
-    layers; UsageError where either program runs no layer loop."""
+@dataclass(frozen=True, slots=True)
+class ProgramMeasure:
+    """What a name's cost is read from, of one compiled program: its forward layer loop's
+    state and hloscope's FLOPs and bytes accessed, per device."""
+
+    stack: LayerStack
+    flops: float
+    bytes_accessed: float
+
+
+def measure_program(module: HloModule) -> ProgramMeasure:
+    """`module`'s measure; UsageError where it runs no layer loop."""
     from hloscope.analyses.cost.flops import flops
 
-    stacks = [forward_layer_stack(module) for module in (full, kept)]
-    if stacks[0] is None or stacks[1] is None:
+    stack = forward_layer_stack(module)
+    if stack is None:
         raise UsageError("measuring a checkpoint name needs the layers in a scan (a layer loop "
                          "in the compiled program): scan them with layers.scan or lax.scan")
-    layers = stacks[0].layers
-    added = max(0, stacks[1].bytes - stacks[0].bytes) / layers
-    full_cost, kept_cost = flops(full).total, flops(kept).total
-    saved = max(0, full_cost.flops - kept_cost.flops) / layers
-    traffic = (kept_cost.bytes_accessed - full_cost.bytes_accessed) / layers
-    return NameCost(name, added / tokens, saved / tokens, traffic / tokens), layers
+    total = flops(module).total
+    return ProgramMeasure(stack, total.flops, total.bytes_accessed)
+
+
+def name_cost(name: str, full: ProgramMeasure, kept: ProgramMeasure, tokens: int) -> NameCost:
+    """NAME's cost from `full` and `names:NAME=device` compiled at `tokens` per step."""
+    layers = full.stack.layers
+    added = max(0, kept.stack.bytes - full.stack.bytes) / layers
+    saved = max(0, full.flops - kept.flops) / layers
+    traffic = (kept.bytes_accessed - full.bytes_accessed) / layers
+    return NameCost(name, added / tokens, saved / tokens, traffic / tokens)
