@@ -304,7 +304,8 @@ def main() -> int:
               "held when it chose to compile the candidate; 'calibrated': the figure it holds for "
               "an uncompiled one, the prediction raised by its nearest compiled neighbour's "
               "error where that compile showed the predictor low; both as allocations, squeezed "
-              "to libtpu's landing where over its remat limit):"] + error_lines
+              "to libtpu's landing where over its remat limit, halfway between the two loss "
+              "orders where the baselines do not say which libtpu runs):"] + error_lines
     for label, value, count in (("the predictor alone", worst, len(raw)),
                                 ("as the search predicts", worst_used, len(used))):
         lines.append(f"    worst {label}: {value:.1%} over {count} compiled candidates: "
@@ -410,7 +411,10 @@ def _prediction_errors(args: argparse.Namespace, result: Any, predictor: Predict
         predicted = predictor.predict(policy, int(pdb) * data_ways)
         notes = [note for note, flag in (("needs more than the capacity",
                                           predicted.device_bytes > capacity),
-                                         ("over libtpu's remat limit", predicted.squeezed))
+                                         ("over libtpu's remat limit", predicted.squeezed),
+                                         ("loss order undecided: halfway",
+                                          predicted.loss_order_undecided
+                                          and not predicted.squeezed))
                  if flag]
         lines.append(f"    {kind:18s} pdb {pdb:>3s} {_short(policy):55s} {error:+.2%}"
                      + (f"  ({'; '.join(notes)})" if notes else ""))

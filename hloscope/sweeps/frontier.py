@@ -76,6 +76,7 @@ class Candidate:
                 "status": "predicted" if self.compiled_bytes is None else "compiled",
                 "chosen": chosen, "predicted_bytes": p.allocation_bytes,
                 "predicted_need_bytes": p.device_bytes, "squeezed": p.squeezed,
+                "predicted_loss_order_bytes": p.undecided_loss_orders(),
                 "compiled_bytes": self.compiled_bytes, "predicted_host_bytes": p.host_bytes,
                 "predicted_flops": p.flops, "predicted_step_s": p.step_seconds,
                 "predicted_tokens_per_s": p.tokens_per_second,

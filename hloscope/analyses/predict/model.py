@@ -62,6 +62,11 @@ under, and the allocation lands near the limit (`Prediction.allocation_bytes`, S
 or, where it recomputes what `full` holds through its backward loop, well under it
 (`Prediction.deferred_landing`).
 The need decides whether a program is predicted to fit; the allocation is what XLA reports.
+Under the limit, where `full` holds its logits through the backward loop and the kept stacks are
+at least the f32 logits, libtpu may run the loss after the backward loop (the f32 logits then go
+in the space the stacks free: the need less `full`'s packing) or before it (every stack and the
+gathered table live at the loss); the baselines do not say which, and the allocation is
+predicted halfway between the two (`Predictor._loss_orders`).
 
 Every figure is the sum of its `Term`s, each with its count and unit, so a prediction explains
 itself ("+2 layers × 8 MiB mlp_hidden kept").
@@ -176,6 +181,10 @@ rematerialized and that fit, libtpu's logged need minus the predicted one was -0
 (query_proj, attn_out and mlp_gate kept at per-device batch 5, predicted 0.54 GiB over from a
 `full` baseline at that batch, was not rematerialized at all)."""
 
+LOSS_ORDER_NOTE = "libtpu's memory scheduler may run the loss before the backward loop or after it"
+"""`Prediction.explain`'s line for a program whose loss order the baselines do not decide
+(`Predictor._loss_orders`)."""
+
 RECOMPUTED_LOGITS = "tokens × the logits matmul libtpu recomputes after the backward loop"
 """The FLOP term of `Predictor._libtpu_recompute_terms` (its name, which `explain` looks for)."""
 
@@ -227,6 +236,8 @@ class Prediction:
     first_cut_bytes: int = 0  # what libtpu recomputes first (`deferred_landing`)
     deferred_cut_bytes: int = 0  # then: the baseline's deferred bytes less that (0: none)
     outside_floor_bytes: int = 0  # `full`'s allocation less its peak above its outside peak
+    loss_after_tight_bytes: int = 0  # the loss after the backward loop, packed tight (0: n/a)
+    loss_before_bytes: int = 0  # the loss before the backward loop, the stacks live (0: n/a)
 
     @property
     def device_bytes(self) -> int:
@@ -244,14 +255,46 @@ class Prediction:
         its allocation lands (SQUEEZE_LANDING × the limit)."""
         return self.allocation_for(self.device_bytes)
 
+    @property
+    def loss_order_undecided(self) -> bool:
+        """Where the loss runs, before or after the backward loop, changes this program's
+        allocation and the baselines do not say which libtpu picks (`Predictor._loss_orders`)."""
+        return bool(self.loss_after_tight_bytes and self.loss_before_bytes)
+
     def allocation_for(self, need: int) -> int:
         """The allocation of a program of this target that needs `need` bytes (the frontier
         search's figure raised by a compiled neighbour's error, say)."""
         limit = self.remat_limit_bytes
+        if self.loss_order_undecided and (not limit or need <= limit):
+            return self._between_loss_orders(need)
         if limit is None or need <= limit or limit == 0:
             return need  # a 0% limit: libtpu recomputes what it can, how much is not predicted
         landing = self.deferred_landing(need)
         return landing if landing is not None else min(need, round(SQUEEZE_LANDING * limit))
+
+    def loss_order_allocations(self, need: int) -> tuple[int, int]:
+        """(after, before): the allocation of a program needing `need` bytes with its loss run
+        after the backward loop (the f32 logits in the space the stacks free, no packing above
+        the live peak) and before it (the stacks live; where that is over libtpu's limit, where
+        its recompute lands), each moved by `need` less the prediction's own need."""
+        shift = need - self.device_bytes
+        after, before = self.loss_after_tight_bytes + shift, self.loss_before_bytes + shift
+        limit = self.remat_limit_bytes
+        if limit and before > limit:
+            before = min(before, round(SQUEEZE_LANDING * limit))
+        return after, before
+
+    def undecided_loss_orders(self) -> list[int] | None:
+        """[after, before] at this prediction's need where the order is undecided, else None."""
+        if not self.loss_order_undecided:
+            return None
+        return list(self.loss_order_allocations(self.device_bytes))
+
+    def _between_loss_orders(self, need: int) -> int:
+        """Halfway between the two orders' allocations: the least worst error whichever libtpu
+        picks."""
+        after, before = self.loss_order_allocations(need)
+        return round((after + before) / 2)
 
     def deferred_landing(self, need: int) -> int | None:
         """Where a program needing `need` lands once libtpu recomputes what it holds through the
@@ -292,6 +335,15 @@ class Prediction:
 
     def explain(self) -> list[str]:
         lines = [term.explain() for term in self.device_terms]
+        if self.loss_order_undecided and not self.squeezed:
+            after, before = self.loss_order_allocations(self.device_bytes)
+            return lines + [f"= {format_bytes(self.device_bytes)} needed; {LOSS_ORDER_NOTE}: "
+                            f"before, {format_bytes(before)} (every stack and the gathered "
+                            f"table live at the loss); after, {format_bytes(after)} (the f32 "
+                            f"logits in the stacks' freed space); the baselines do not say "
+                            f"which: allocation predicted halfway, "
+                            f"{format_bytes(self.allocation_bytes)} "
+                            f"± {format_bytes(abs(before - after) // 2)}"]
         if not self.squeezed:
             return lines
         landing = (f"allocation predicted at {SQUEEZE_LANDING:g} × the limit, "
@@ -317,6 +369,7 @@ class Prediction:
                 "allocation_bytes": self.allocation_bytes, "squeezed": self.squeezed,
                 "remat_limit_bytes": self.remat_limit_bytes,
                 "deferred_cut_bytes": self.deferred_cut_bytes,
+                "loss_order_allocations": self.undecided_loss_orders(),
                 "host_bytes": self.host_bytes, "flops": self.flops,
                 "step_seconds": self.step_seconds, "tokens_per_second": self.tokens_per_second,
                 "device_terms": [t.to_dict() for t in self.device_terms],
@@ -366,7 +419,9 @@ class Predictor:
         prediction = Prediction(policy, batch, micro_batches, device, host, flop_terms, None,
                                 batch * config.seq_len, choices, self._remat_limit(),
                                 self._remat_percent(),
-                                **self._deferred_cuts(config, choices, tokens, ways.tensor))
+                                **self._deferred_cuts(config, choices, tokens, ways.tensor),
+                                **self._loss_orders(config, choices, per_name, tokens,
+                                                    ways.tensor, _total(device)))
         recompute = self._libtpu_recompute_terms(config, prediction, tokens, ways.tensor)
         if recompute:
             prediction = dataclasses.replace(prediction, flop_terms=flop_terms + recompute)
@@ -397,6 +452,40 @@ class Predictor:
         full = _total(self._scaling_terms(tokens))
         return {"first_cut_bytes": cut[0], "deferred_cut_bytes": cut[1],
                 "outside_floor_bytes": full - self._interpolated(tokens, peak_above_outside)}
+
+    def _loss_orders(self, config: TransformerConfig, choices: dict[str, str],
+                     per_name: dict[str, int], tokens: int, tensor_ways: int,
+                     need: int) -> dict[str, int]:
+        """Both of the loss orders' allocations where the baselines cannot tell which libtpu
+        picks (`Prediction.loss_order_allocations`): on TPU, names kept on the device only, where
+        `full` holds the logits through its backward loop (`_deferred_cuts`) and the forward
+        loop's stacks (layer inputs and kept names) are at least the f32 logits [tokens, vocab].
+
+        libtpu's memory scheduler picks the order of least memory by its own estimates (`Chose
+        min-memory … sequence` in its log: `list`, `dfs` or `post_order`). Run after the
+        backward loop, the loss's f32 logits are placed in the space the stacks free, at the
+        heap's bottom, and the program allocates its live peak: `full`'s packing above its own
+        (the f32 logits on top of the bf16 ones it holds) is gone. Run before it, the loss holds
+        `full`'s peak outside the loops plus every stack and the gathered embedding table, with
+        no packing. On llama-1b / v5e:2x2 (seq 2048, fixtures/predict/llama-v5e-squeezed.json,
+        benchmarks/results/logits_placement_llama1b.txt) the ten device-kept programs with
+        stacks at least the f32 logits ran 4 after (−2.2%..+0.7% off the after figure) and 6
+        before (−0.2%..−0.1% off the before figure); the choice follows neither figure nor the
+        two's difference (benchmarks/loss_order.py). The 28 with smaller stacks all ran after
+        with `full`'s packing, the need (−3.2%..+3.7%)."""
+        cut = self._held_beyond_table(config, tokens, tensor_ways)
+        stacks = config.n_layers * (per_name["norm1"] + sum(
+            per_name[name] for name, choice in choices.items() if choice == "device"))
+        logits = tokens * config.vocab * 4 // tensor_ways
+        if (self._remat_limit() is None or "offload" in choices.values() or cut is None
+                or "device" not in choices.values() or stacks < logits
+                or tokens > max(baseline_tokens(b) for b in self.baselines)
+                or not all(b.live_peak_bytes for b in self.baselines)):
+            return {}
+        packing = self._interpolated(tokens, _packing)
+        outside = self._interpolated(tokens, _outside_peak)
+        return {"loss_after_tight_bytes": need - packing,
+                "loss_before_bytes": outside + stacks + cut[0]}
 
     def _held_beyond_table(self, config: TransformerConfig, tokens: int,
                            tensor_ways: int) -> tuple[int, int] | None:
@@ -630,6 +719,15 @@ def _gathered_table_bytes(config: TransformerConfig, tensor_ways: int) -> int:
 
 def _deferred(baseline: Baseline) -> int:
     return baseline.deferred_bytes
+
+
+def _packing(baseline: Baseline) -> int:
+    """XLA's allocation above the live peak (its heap's packing), at least 0."""
+    return max(0, baseline.allocation_bytes - baseline.live_peak_bytes)
+
+
+def _outside_peak(baseline: Baseline) -> int:
+    return baseline.outside_span_peak_bytes
 
 
 def _total(terms: list[Term]) -> int:

@@ -38,15 +38,16 @@ def test_llama_1b_baselines_peak_after_their_layer_loops_from_per_device_batch_3
     assert headroom[6] == pytest.approx(0.79 * GIB, rel=0.02)
 
 
-def test_llama_1b_device_kept_programs_within_6_percent():
-    """Those libtpu did not rematerialize: measured -2.9%..+5.9% on 31 compiles; without the
-    headroom term -2.1%..+9.6%: query_proj and attn_out kept at per-device batch 6 was +9.6%,
-    its 1.41 GiB of stacks fitting under `full`'s 0.79 GiB of headroom but for 0.62."""
+def test_llama_1b_device_kept_programs_within_5_percent():
+    """Those libtpu did not rematerialize: -4.9%..+3.9% on 31 compiles (-2.9%..+5.9% before
+    the loss orders: test_predictor_loss_order.py); without the headroom term -2.1%..+9.6%:
+    query_proj and attn_out kept at per-device batch 6 was +9.6%, its 1.41 GiB of stacks
+    fitting under `full`'s 0.79 GiB of headroom but for 0.62."""
     compiles = device_kept_fits("llama-1b")
     assert len(compiles) >= 25
     now = errors(Predictor(baselines("llama-1b")), compiles)
     before = errors(Predictor(baselines("llama-1b", spans=False)), compiles)
-    assert max(map(abs, now.values())) <= 0.06
+    assert max(map(abs, now.values())) <= 0.05
     assert max(before.values()) > 0.09
     both = ("names:query_proj=device,attn_out=device", 24)
     assert before[both] > 0.09 and abs(now[both]) < 0.04
