@@ -416,12 +416,13 @@ class Predictor:
         host = [Term(f"layers × {name} offloaded", config.n_layers, per_name[name])
                 for name, choice in choices.items() if choice == "offload"]
         flop_terms = self._flop_terms(config, choices, ways.tensor, ways.batch)
+        limit = self._remat_limit()
+        cuts = self._deferred_cuts(config, choices, tokens, ways.tensor)
+        orders = self._loss_orders(config, choices, per_name, tokens, ways.tensor,
+                                   _total(device), cuts) if limit is not None else {}
         prediction = Prediction(policy, batch, micro_batches, device, host, flop_terms, None,
-                                batch * config.seq_len, choices, self._remat_limit(),
-                                self._remat_percent(),
-                                **self._deferred_cuts(config, choices, tokens, ways.tensor),
-                                **self._loss_orders(config, choices, per_name, tokens,
-                                                    ways.tensor, _total(device)))
+                                batch * config.seq_len, choices, limit, self._remat_percent(),
+                                **cuts, **orders)
         recompute = self._libtpu_recompute_terms(config, prediction, tokens, ways.tensor)
         if recompute:
             prediction = dataclasses.replace(prediction, flop_terms=flop_terms + recompute)
@@ -454,12 +455,13 @@ class Predictor:
                 "outside_floor_bytes": full - self._interpolated(tokens, peak_above_outside)}
 
     def _loss_orders(self, config: TransformerConfig, choices: dict[str, str],
-                     per_name: dict[str, int], tokens: int, tensor_ways: int,
-                     need: int) -> dict[str, int]:
+                     per_name: dict[str, int], tokens: int, tensor_ways: int, need: int,
+                     cuts: dict[str, int]) -> dict[str, int]:
         """Both of the loss orders' allocations where the baselines cannot tell which libtpu
         picks (`Prediction.loss_order_allocations`): on TPU, names kept on the device only, where
-        `full` holds the logits through its backward loop (`_deferred_cuts`) and the forward
-        loop's stacks (layer inputs and kept names) are at least the f32 logits [tokens, vocab].
+        `full` holds the logits through its backward loop (`cuts`, `_deferred_cuts`' figures:
+        none offloaded, within the baselines' range) and the forward loop's stacks (layer
+        inputs and kept names) are at least the f32 logits [tokens, vocab].
 
         libtpu's memory scheduler picks the order of least memory by its own estimates (`Chose
         min-memory … sequence` in its log: `list`, `dfs` or `post_order`). Run after the
@@ -473,19 +475,16 @@ class Predictor:
         before (−0.2%..−0.1% off the before figure); the choice follows neither figure nor the
         two's difference (benchmarks/loss_order.py). The 28 with smaller stacks all ran after
         with `full`'s packing, the need (−3.2%..+3.7%)."""
-        cut = self._held_beyond_table(config, tokens, tensor_ways)
         stacks = config.n_layers * (per_name["norm1"] + sum(
             per_name[name] for name, choice in choices.items() if choice == "device"))
-        logits = tokens * config.vocab * 4 // tensor_ways
-        if (self._remat_limit() is None or "offload" in choices.values() or cut is None
-                or "device" not in choices.values() or stacks < logits
-                or tokens > max(baseline_tokens(b) for b in self.baselines)
+        if (not cuts or "device" not in choices.values()
+                or stacks < tokens * config.vocab * 4 // tensor_ways
                 or not all(b.live_peak_bytes for b in self.baselines)):
             return {}
         packing = self._interpolated(tokens, _packing)
         outside = self._interpolated(tokens, _outside_peak)
         return {"loss_after_tight_bytes": need - packing,
-                "loss_before_bytes": outside + stacks + cut[0]}
+                "loss_before_bytes": outside + stacks + cuts["first_cut_bytes"]}
 
     def _held_beyond_table(self, config: TransformerConfig, tokens: int,
                            tensor_ways: int) -> tuple[int, int] | None:
