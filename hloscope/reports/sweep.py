@@ -126,6 +126,9 @@ def step_cell(row: dict[str, Any]) -> Any:
     overlapped, serial = row["step_seconds"], row.get("serial_seconds")
     if overlapped is None:
         return None
+    if row.get("step_ranked_by") == "per-op":
+        missing = (row.get("step_time") or {}).get("missing")
+        return f">= {overlapped:.3f}" if missing else overlapped
     differs = serial is not None and round(serial, 3) != round(overlapped, 3)
     if not differs and not row["estimate_missing"]:
         return overlapped
@@ -166,6 +169,28 @@ def _at_peak(name: dict[str, Any]) -> str:
                      for b in found)
 
 
+PER_OP_NOTE = ("est. step: the per-op model (docs/step-estimate.md): every op of the scheduled "
+               "program timed from its FLOPs, bytes and shapes, collectives and host copies on "
+               "their links beside compute, exposed where the schedule waits for them; ranked "
+               "by it (tokens/s uses it); '>=' marks a lower bound (a device figure is unknown).")
+ROOFLINE_NOTE = ("est. step: roofline per device from FLOPs / peak, HBM bytes / bandwidth, ICI "
+                 "and DCN collective bytes / their links and host transfers / host link, as two "
+                 "bounds: overlapped (the largest term: communication hidden behind compute) – "
+                 "serial (compute or HBM, whichever is larger, plus every link's time); one "
+                 "figure where they agree. Ranked by the overlapped bound (tokens/s uses it); "
+                 "'>=' marks a lower bound (a device figure is unknown).")
+
+
+def _step_note(rows: list[dict[str, Any]]) -> str:
+    per_op = any(row.get("step_ranked_by") == "per-op" for row in rows)
+    return PER_OP_NOTE if per_op else ROOFLINE_NOTE
+
+
+def _sensitivity_line(row: dict[str, Any]) -> str | None:
+    """An offload row's dependence on the host link (`sweeps.ranking.host_link_line`)."""
+    return row.get("host_link_line")
+
+
 def _notes(result: SweepResult, data: dict[str, Any]) -> list[str]:
     notes = list(result.notes)
     if any(row.get("checkpoint_names") for row in data["variants"]):
@@ -175,12 +200,8 @@ def _notes(result: SweepResult, data: dict[str, Any]) -> list[str]:
                  "live peak: hloscope's count of logical buffers live at once, a different "
                  "figure. Fit on TPU is libtpu's verdict; on GPU the memory against 75% of the "
                  "device's (JAX's default).")
-    notes.append("est. step: roofline per device from FLOPs / peak, HBM bytes / bandwidth, "
-                 "ICI and DCN collective bytes / their links and host transfers / host link, "
-                 "as two bounds: overlapped (the largest term: communication hidden behind "
-                 "compute) – serial (compute or HBM, whichever is larger, plus every link's "
-                 "time); one figure where they agree. Ranked by the overlapped bound (tokens/s "
-                 "uses it); '>=' marks a lower bound (a device figure is unknown).")
+    notes.append(_step_note(data["variants"]))
+    notes += [line for row in data["variants"] if (line := _sensitivity_line(row))]
     notes += _host_notes(data["variants"])
     if data["search"]:
         window = data["search_window"]

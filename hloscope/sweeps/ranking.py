@@ -17,7 +17,7 @@ reasons say so.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from hloscope.analyses.summary.variant import VariantFigures
 from hloscope.units import format_bytes, format_flops
@@ -33,6 +33,7 @@ class Verdict:
     reason: str
     rank: int | None = None
     duplicate_of: str | None = None
+    host_link_line: str | None = None  # how the ranking depends on the host link (offload)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -56,12 +57,43 @@ def rank_variants(rows: list[VariantFigures]) -> tuple[str | None, dict[str, Ver
     winner = ordered[0].variant if ordered else None
     if winner is not None:
         verdicts[winner] = _serial_note(verdicts[winner], ordered)
+    for row in ordered:
+        line = host_link_line(row, ordered)
+        if line is not None:
+            verdicts[row.variant] = replace(verdicts[row.variant], host_link_line=line)
     return winner, {row.variant: verdicts[row.variant] for row in rows}
+
+
+def host_link_line(row: VariantFigures, ordered: list[VariantFigures]) -> str | None:
+    """For a row whose step waits on the host link: the link it needs to beat the fastest row
+    that does not, and how far ahead or behind it is at the calibrated link."""
+    timed = row.step_time
+    if timed is None or not timed.host_sensitive:
+        return None
+    rivals = [other for other in ordered if other.step_time is not None
+              and not other.step_time.host_sensitive and other.variant != row.variant]
+    if not rivals:
+        return None
+    rival = min(rivals, key=lambda other: other.step_time.seconds)  # type: ignore[union-attr]
+    rival_seconds = rival.step_time.seconds * row.tokens / max(rival.tokens, 1)  # type: ignore[union-attr]
+    needed = timed.host_link_needed(rival_seconds)
+    gap = rival_seconds / timed.seconds - 1
+    default = (f"at the {timed.calibration.get('host_link', {}).get('kind', '')} "
+               f"{timed.host_link_bytes_per_second / 1e9:.0f} GB/s it is "
+               f"{abs(gap):.0%} {'faster' if gap >= 0 else 'slower'} than {rival.variant}")
+    if needed is None:
+        return (f"{row.variant}: slower than {rival.variant} whatever the host link "
+                f"(without host time {timed.seconds_without_host or 0:.3f} s vs "
+                f"{rival_seconds:.3f} s); {default}")
+    return (f"{row.variant} beats {rival.variant} while the host link is at least "
+            f"{needed / 1e9:.1f} GB/s per device each way; {default}")
 
 
 def _serial_note(verdict: Verdict, ordered: list[VariantFigures]) -> Verdict:
     """The winner's verdict, saying so when the serial bound (nothing overlapped) would rank
     another variant first."""
+    if ordered[0].step_time is not None:  # the per-op model already walks the overlap
+        return verdict
     complete = [row for row in ordered if row.flops_complete == ordered[0].flops_complete]
     serial = [(row.tokens / row.serial_step_seconds, row) for row in complete
               if row.serial_step_seconds]
@@ -118,6 +150,8 @@ def _ranked(row: VariantFigures, position: int, best: VariantFigures,
         fit = "fastest that fits" if fit_known else "fit unknown (no capacity)"
         if row.step_seconds is None:
             fit += "; fewest FLOPs per token (no step-time estimate)"
+        elif row.step_time is not None:
+            fit += f"; step {row.step_time.seconds:.3f} s, mostly {row.step_time.dominant}"
         return Verdict(row.variant, WINNER, fit + _bound_note(row), rank=1)
     return Verdict(row.variant, SLOWER, _slower_reason(row, best), rank=position)
 

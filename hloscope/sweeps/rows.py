@@ -38,6 +38,7 @@ def variant_row(outcome: VariantOutcome, verdict: Verdict) -> dict[str, Any]:
     return {
         "variant": outcome.variant, "outcome": verdict.outcome, "rank": verdict.rank,
         "reason": verdict.reason, "duplicate_of": verdict.duplicate_of,
+        "host_link_line": verdict.host_link_line,
         "policy": outcome.case.variant.name,
         "grid": {"seq_len": outcome.case.point.seq_len, "batch": outcome.case.point.batch},
         "status": figures.status, "fits": figures.fits, "fit_source": figures.fit_source,
@@ -51,6 +52,7 @@ def variant_row(outcome: VariantOutcome, verdict: Verdict) -> dict[str, Any]:
         **_hlo_columns(figures),
         "step_seconds": figures.step_seconds,
         **_step_columns(step),
+        **_per_op_columns(figures),
         "tokens_per_second": figures.tokens_per_second,
         "fingerprint": figures.fingerprint, "build_folder": outcome.folder,
         "log": f"{outcome.folder}/{LOG_FILE}",
@@ -82,8 +84,19 @@ def _step_columns(step: StepEstimate | None) -> dict[str, Any]:
              "ici_seconds", "dcn_seconds", "serial_seconds", "overlapped_seconds", "bound",
              "dominant")
     values = {name: None if step is None else getattr(step, name) for name in names}
-    return {**values, "estimate_missing": [] if step is None else list(step.missing),
-            "step_ranked_by": "overlapped"}
+    return {**values, "estimate_missing": [] if step is None else list(step.missing)}
+
+
+def _per_op_columns(figures: VariantFigures) -> dict[str, Any]:
+    """The per-op model (analyses/steptime): what ranks where the device has a calibration."""
+    timed = figures.step_time
+    ranked_by = "per-op" if timed is not None else "overlapped"
+    if timed is None:
+        return {"step_ranked_by": ranked_by, "step_time": None, "step_dominant": None,
+                "exposed_seconds": None}
+    return {"step_ranked_by": ranked_by, "step_time": timed.to_dict(),
+            "step_dominant": timed.dominant,
+            "exposed_seconds": sum(timed.exposed_by_link.values())}
 
 
 def _host_columns(figures: VariantFigures) -> dict[str, Any]:

@@ -54,3 +54,41 @@ def test_an_unchecked_host_is_said_in_the_reason() -> None:
     winner, verdicts = rank_variants([offload])
     assert winner == "offload"
     assert "pinned host memory not checked" in verdicts["offload"].reason
+
+
+def timed(name: str, seconds: float, without_host: float | None = None) -> VariantFigures:
+    """Figures whose per-op step is `seconds` (`without_host`: the same step with a free host
+    link, for a variant that offloads) on an h100 whose host link runs 50 GB/s each way."""
+    from dataclasses import replace
+
+    from hloscope.analyses.steptime.result import StepTime
+
+    step = StepTime(device="h100", seconds=seconds, compute_seconds={"memory": seconds},
+                    phase_compute_seconds={}, exposed_seconds={}, link_busy_seconds={},
+                    host_link_bytes_per_second=50e9, host_link_source="test",
+                    seconds_without_host=without_host,
+                    calibration={"host_link": {"kind": "datasheet"}})
+    return replace(figures(name, 1.0, 0.0), step_time=step)
+
+
+def test_the_per_op_step_ranks_where_the_device_has_a_calibration() -> None:
+    # the roofline puts both at 1.0 s; the per-op model does not
+    a, b = timed("a", 0.8), timed("b", 0.7)
+    winner, verdicts = rank_variants([a, b])
+    assert winner == "b" and verdicts["b"].reason.startswith("fastest that fits; step 0.700 s")
+    assert "without overlap" not in verdicts["b"].reason
+    assert verdicts["a"].outcome == "slower" and "-12.5%" in verdicts["a"].reason
+
+
+def test_an_offload_row_says_which_host_link_it_needs_to_win() -> None:
+    # 0.9 s with 0.3 s waiting on the host at 50 GB/s: equal to full's 0.8 s at 75 GB/s
+    offload, full = timed("offload", 0.9, without_host=0.6), timed("full", 0.8)
+    winner, verdicts = rank_variants([offload, full])
+    assert winner == "full" and verdicts["full"].host_link_line is None
+    assert verdicts["offload"].host_link_line == (
+        "offload beats full while the host link is at least 75.0 GB/s per device each way; at "
+        "the datasheet 50 GB/s it is 11% slower than full")
+    hopeless = timed("hopeless", 0.95, without_host=0.85)
+    _, verdicts = rank_variants([hopeless, full])
+    assert verdicts["hopeless"].host_link_line.startswith(
+        "hopeless: slower than full whatever the host link")

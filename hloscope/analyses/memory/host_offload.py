@@ -68,7 +68,7 @@ def host_transfers(module_or_analysis: HloModule | CostAnalysis) -> HostTransfer
         CostAnalysis(module_or_analysis)
     to_host = from_host = moving = 0
     for computation, instruction, times in _executed(analysis):
-        out, back = _transfer(analysis, computation, instruction)
+        out, back = transfer_bytes(analysis, computation, instruction)
         if out or back:
             moving += 1
             to_host += out * times
@@ -100,7 +100,7 @@ def _callees(analysis: CostAnalysis, name: str, instruction: Instruction,
     return []
 
 
-def _transfer(analysis: CostAnalysis, computation: str,
+def transfer_bytes(analysis: CostAnalysis, computation: str,
               instruction: Instruction) -> tuple[int, int]:
     """(bytes to the host, bytes back from it) one execution of `instruction` moves."""
     if instruction.opcode in PASS_THROUGH:
@@ -134,7 +134,7 @@ def _fused_transfer(analysis: CostAnalysis, fused: str) -> tuple[int, int]:
     updates a host buffer; a GPU one that slices a host buffer and copies the slice out)."""
     to_host = from_host = 0
     for inner in analysis.module.computations[fused].instructions:
-        out, back = _transfer(analysis, fused, inner)
+        out, back = transfer_bytes(analysis, fused, inner)
         to_host, from_host = to_host + out, from_host + back
     return to_host, from_host
 

@@ -39,6 +39,7 @@ from typing import Any
 from hloscope.analyses.cost.collectives import CollectivesResult
 from hloscope.analyses.memory.checkpoint_names import KEPT, DeviceShapes, NameRow, name_rows
 from hloscope.analyses.roofline import StepEstimate, estimate_step
+from hloscope.analyses.steptime.result import StepTime
 from hloscope.devices import Device, memory_budget
 from hloscope.errors import HloscopeError
 from hloscope.formats.build import BuildFolder
@@ -154,6 +155,7 @@ class VariantFigures:
     # the step's checkpoint names and the variant's decision on each (None: not recorded)
     checkpoint_names: tuple[NameRow, ...] | None = None
     libtpu_remat: LibtpuRemat | None = None  # libtpu recomputed under memory pressure
+    step_time: StepTime | None = None  # the per-op model (analyses/steptime); None: no table
 
     @property
     def predicted_fits(self) -> bool | None:
@@ -174,8 +176,17 @@ class VariantFigures:
 
     @property
     def step_seconds(self) -> float | None:
-        """The step estimate the sweep ranks by: the overlapped (optimistic) bound."""
+        """The step the sweep ranks by: the per-op model's where the device has a calibration,
+        else the roofline's overlapped (optimistic) bound."""
+        if self.step_time is not None:
+            return self.step_time.seconds
         return None if self.step is None else self.step.overlapped_seconds
+
+    @property
+    def step_model(self) -> str | None:
+        if self.step_time is not None:
+            return "per-op"
+        return None if self.step is None else "roofline (overlapped)"
 
     @property
     def serial_step_seconds(self) -> float | None:
@@ -190,6 +201,8 @@ class VariantFigures:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["step"] = None if self.step is None else self.step.to_dict()
+        data["step_time"] = None if self.step_time is None else self.step_time.to_dict()
+        data["step_model"] = self.step_model
         data["host_fit"] = None if self.host_fit is None else self.host_fit.to_dict()
         data["checkpoint_names"] = names_dicts(self.checkpoint_names)
         data["libtpu_remat"] = None if self.libtpu_remat is None else self.libtpu_remat.to_dict()
@@ -234,6 +247,30 @@ def hlo_figures(module: HloModule, build: BuildFolder) -> HloFigures:
         xla_remat_flops=recomputed.xla_remat_flops)
 
 
+def per_op_step(loaded: LoadedBuild, compute_dtype: str) -> StepTime | None:
+    """The per-op model's step of a build (None without a calibration or a readable
+    program); collectives go on the link the build's device assignment puts them on."""
+    from hloscope.analyses.steptime import step_time
+
+    target = parse_target(loaded.build.manifest["target"])
+    if loaded.module is None:
+        return None
+    links = collective_links(loaded.module, loaded.build)
+    placed = {} if links is None else {(row.computation, row.instruction): row.link
+                                       for row in links.rows}
+    torus = target.topology_dims if target.backend == "tpu" else None
+    try:
+        return step_time(loaded.module, target.device, compute_dtype, torus=torus,
+                         link_of=lambda computation, name: _link(placed, computation, name))
+    except HloscopeError:
+        return None
+
+
+def _link(placed: dict[tuple[str, str], str], computation: str, name: str) -> str:
+    link = placed.get((computation, name), "ici")
+    return "dcn" if link == "dcn" else "ici"
+
+
 def collective_links(module: HloModule, build: BuildFolder) -> CollectivesResult | None:
     """The build's collectives by link, from the device assignment its compile recorded (a
     single-slice target without one: every device in slice 0); None when it is not known."""
@@ -267,6 +304,7 @@ def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
     fits, fit_source = with_host_fit(fits, fit_source, host)
     step = None if hlo is None else _estimate(hlo, target.device, config.compute_dtype,
                                               target.num_slices)
+    timed = None if hlo is None else per_op_step(loaded, config.compute_dtype)
     return VariantFigures(
         variant=variant, status=result.status, batch=config.batch, tokens=config.tokens,
         fits=fits, fit_source=fit_source, capacity_bytes=capacity, required_bytes=required,
@@ -278,7 +316,7 @@ def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
         gpu_remat_warning=target.backend == "gpu" and GPU_REMAT_WARNING in loaded.log_text,
         analysis_error=analysis_error,
         host_fit=host, checkpoint_names=checkpoint_names(loaded),
-        libtpu_remat=loaded.libtpu_remat)
+        libtpu_remat=loaded.libtpu_remat, step_time=timed)
 
 
 def checkpoint_names(loaded: LoadedBuild) -> tuple[NameRow, ...] | None:
