@@ -353,8 +353,8 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
           xla_flags: Sequence[str] = (), search_window: int | None = None,
           max_probes: int | None = None, step: str | None = None, search: str | None = None,
           capacity: int | None = None, names: str | Sequence[str] | None = None,
-          choices: str | Sequence[str] | None = None,
-          **overrides: Any) -> SweepResult | FrontierResult:
+          choices: str | Sequence[str] | None = None, measure: int = 0,
+          measure_steps: int = 3, **overrides: Any) -> SweepResult | FrontierResult:
     """Compiles the remat variants `policies` ("all", a comma-separated list or a list of
     names, per-tensor `names:...` policies among them: hloscope.spec.policies) of a built-in
     transformer (`model` with config `overrides`, or a whole `config`) — or of the
@@ -372,7 +372,9 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
     (default: every residual name of the block; the others recomputed) over `choices`
     (default: device, offload, remat); it returns a FrontierResult. On a user's step the
     names are its traced `checkpoint_name`s, each measured by one compile before the search
-    (`hloscope.sweeps.frontier_run`).
+    (`hloscope.sweeps.frontier_run`). `measure=K` runs the K fastest predicted variants that
+    fit `measure_steps` steps each on the target's own devices (here: the CPU, or a GPU or TPU
+    present) and ranks them by the measured step (`result.measured`; `hloscope.sweeps.measure`).
     `search="batch"` is `search_batch=True`."""
     from hloscope.sweeps.core import run_sweep_folder
 
@@ -393,7 +395,18 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
                             num_slices=num_slices, allow_any_topology=allow_any_topology,
                             xla_flags=xla_flags, search_window=search_window,
                             max_probes=max_probes, step=step, **overrides)
-    return run_sweep_folder(request, force, listener)
+    if measure:
+        from hloscope.sweeps.measure import measurable_platform
+
+        measurable_platform(request)  # refused before anything compiles
+    result = run_sweep_folder(request, force, listener)
+    if measure:
+        from hloscope.sweeps.measure import measure as measure_variants
+        from hloscope.sweeps.measure import measure_folder
+
+        result = measure_variants(result, measure, measure_steps, measure_folder(request),
+                                  force=True)
+    return result
 
 
 def sweep_request(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "all",

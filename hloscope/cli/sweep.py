@@ -28,9 +28,16 @@ from hloscope.reports.sweep import sweep_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import POLICY_HELP
 from hloscope.spec.step import STEP_POLICY_HELP, StepConfig
-from hloscope.sweeps.core import run_sweep_folder, validate
+from hloscope.sweeps.core import SweepRequest, SweepResult, run_sweep_folder, validate
 from hloscope.sweeps.executors import LOCAL_SLOTS, ExecutorSpec
 from hloscope.sweeps.grid import Grid
+from hloscope.sweeps.measure import (
+    MEASURED_FOLDER,
+    candidates,
+    measurable_platform,
+    measure,
+    measure_folder,
+)
 from hloscope.sweeps.scheduler import DEFAULT_RETRIES
 from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 
@@ -81,6 +88,12 @@ from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
               type=click.Path(file_okay=False, path_type=Path),
               help=f"Write {SWEEP_FILE} and every variant's build folder into DIR.")
 @click.option("--force", is_flag=True, help="Replace DIR if it exists and is not empty.")
+@click.option("--measure", "measure", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Run the K fastest predicted variants that fit on the target's own devices "
+                   "(the local CPU, or a GPU or TPU here; a one-device target) and rank them by "
+                   "the measured step; predicted and measured side by side.")
+@click.option("--measure-steps", type=click.IntRange(min=2), default=3, show_default=True,
+              help="--measure: train steps traced per variant (the median ranks).")
 @cache_options
 @click.option("--timeout", type=click.FloatRange(min=1), default=3600, show_default=True,
               help="Seconds before one compile is abandoned.")
@@ -92,7 +105,8 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
             search_window: int, max_probes: int, capacity: str | None,
             names: str | None, choices: str | None, plot: Path | None,
             executor: ExecutorSpec, jobs: int | None,
-            retries: int, folder: Path | None, force: bool, cache_root: Path | None,
+            retries: int, folder: Path | None, force: bool, measure: int | None,
+            measure_steps: int, cache_root: Path | None,
             timeout: float, fmt: str, progress: ProgressSettings) -> int:
     """Compile remat variants of a built-in transformer for TARGET in worker processes (or Ray
     tasks), and rank them: fit (libtpu's verdict on TPU; the allocation against device memory
@@ -110,11 +124,16 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
                          FrontierOptions(names, choices, plot), step)
     if names is not None or choices is not None or plot is not None:
         raise click.UsageError("--names, --choices and --plot go with --search frontier")
+    if measure is not None and search is not None:
+        raise click.UsageError("--measure ranks a sweep of fixed batches; it does not go with "
+                               "--search")
     request = sweep_request(model or "", policies, target, folder, config, grid, search == "batch",
                             max_batch, executor, jobs, retries, cache_root, timeout,
                             xla_flags=xla_flags, search_window=search_window,
                             max_probes=max_probes, step=step)
     validate(request)  # a bad request is refused before the start line
+    if measure is not None:
+        measurable_platform(request)
     listener = SweepProgress(len(request.cases()), quiet=progress.quiet)
     listener.start(sweep_start_line(request))
     try:
@@ -122,8 +141,20 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
     finally:
         listener.close()
     listener.summary(result.wall_seconds)
+    if measure is not None:
+        result = _measured(result, request, measure, measure_steps, progress.quiet)
     emit(sweep_report(result), fmt, None, False)
     return EXIT_OK if result.winner is not None else EXIT_CHECK_FAILED
+
+
+def _measured(result: SweepResult, request: SweepRequest, count: int, steps: int,
+              quiet: bool) -> SweepResult:
+    folder = measure_folder(request)
+    chosen = candidates(result, count)
+    if not quiet:
+        click.echo(f"measuring {len(chosen)} variant(s) on {measurable_platform(request)}, "
+                   f"{steps} traced steps each, into {folder / MEASURED_FOLDER}", err=True)
+    return measure(result, count, steps, folder, force=True)
 
 
 @dataclass(frozen=True)

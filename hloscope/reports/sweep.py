@@ -38,6 +38,11 @@ NAMES_NOTE = ("checkpoint names: from the traced step (XLA's program has none: c
               "decision from jax's partial evaluation of the checkpoint (or the variant's policy "
               "for names only in the forward pass); at the peak: the live buffers that may hold "
               "a kept name, by the line that made it or by a stacked buffer's per-layer shape.")
+_MEASURED_COLUMNS = [Column("variant", "variant"), Column("predicted", "predicted step", "seconds"),
+                     Column("measured_seconds", "measured step", "seconds"),
+                     Column("error", "error", "percent"),
+                     Column("tokens_per_second", "measured tokens/s", "int"),
+                     Column("steps", "steps traced", "int")]
 _PROBE_COLUMNS = [Column("variant", "variant"), Column("batch", "batch", "int"),
                   Column("status", "status"), Column("fits", "fits")]
 
@@ -46,6 +51,9 @@ def sweep_report(result: SweepResult) -> Report:
     data = result.to_dict()
     tables = [Table("variants", "Variants (figures per device; see the notes)",
                     _VARIANT_COLUMNS, [_shown(row) for row in data["variants"]])]
+    if data.get("measured"):
+        tables.insert(0, Table("measured", "Measured on the device (ranks the variants)",
+                               _MEASURED_COLUMNS, [_measured_row(m) for m in data["measured"]]))
     tables += names_tables(data["variants"])
     if result.request.search_batch:
         tables.append(Table("probes", "Batch search: every compile", _PROBE_COLUMNS,
@@ -56,6 +64,13 @@ def sweep_report(result: SweepResult) -> Report:
 
 
 UNKNOWN_MEMORY = "the target device's memory is not known"
+
+
+def _measured_row(step: dict[str, Any]) -> dict[str, Any]:
+    return {"variant": step["variant"], "predicted": step["predicted_seconds"],
+            "measured_seconds": step["measured_seconds"], "error": step["error"],
+            "tokens_per_second": round(step["tokens_per_second"]),
+            "steps": len(step["step_seconds"])}
 
 
 def _title(data: dict[str, Any]) -> str:

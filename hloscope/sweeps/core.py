@@ -112,6 +112,7 @@ class SweepResult(DataFrames):
     cache_hits: int
     retried: int = 0
     notes: list[str] = field(default_factory=list)
+    measured: list[Any] | None = None  # sweeps.measure.MeasuredStep, with --measure
 
     def rows(self) -> list[dict[str, Any]]:
         return [variant_row(o, self.verdicts[o.variant]) for o in self.outcomes]
@@ -132,6 +133,9 @@ class SweepResult(DataFrames):
             "variants": self.rows(), "compiles": self.compiles, "cache_hits": self.cache_hits,
             "executor": request.executor.kind, "retries": request.retries,
             "retried": self.retried, "wall_seconds": self.wall_seconds, "notes": self.notes,
+            "measured": None if self.measured is None else
+            [step.to_dict() for step in self.measured],
+            "ranked_by": "measured" if self.measured else "predicted",
         }
 
 

@@ -77,10 +77,10 @@ def host_link_line(row: VariantFigures, ordered: list[VariantFigures]) -> str | 
     rival = min(rivals, key=lambda other: other.step_time.seconds)  # type: ignore[union-attr]
     rival_seconds = rival.step_time.seconds * row.tokens / max(rival.tokens, 1)  # type: ignore[union-attr]
     needed = timed.host_link_needed(rival_seconds)
-    gap = rival_seconds / timed.seconds - 1
+    gap = timed.seconds / rival_seconds - 1
     default = (f"at the {timed.calibration.get('host_link', {}).get('kind', '')} "
-               f"{timed.host_link_bytes_per_second / 1e9:.0f} GB/s it is "
-               f"{abs(gap):.0%} {'faster' if gap >= 0 else 'slower'} than {rival.variant}")
+               f"{timed.host_link_bytes_per_second / 1e9:.0f} GB/s its step is "
+               f"{abs(gap):.1%} {'longer' if gap > 0 else 'shorter'} than {rival.variant}'s")
     if needed is None:
         return (f"{row.variant}: slower than {rival.variant} whatever the host link "
                 f"(without host time {timed.seconds_without_host or 0:.3f} s vs "

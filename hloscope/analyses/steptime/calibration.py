@@ -149,3 +149,26 @@ def host_link_rate(device: Device, calibration: Calibration) -> Figure:
     return Figure(calibration.host_link.value / device.devices_per_chip,
                   calibration.host_link.kind, calibration.host_link.source,
                   calibration.host_link.checked_by)
+
+
+MEASURED = "measured"
+
+
+def measured_cpu(bf16_flops: float, f32_flops: float, bytes_per_second: float,
+                 op_seconds: float, source: str) -> tuple[Device, Calibration]:
+    """The CPU pseudo-device with rates measured on this machine (`workloads.cpu_probe`), and
+    its calibration: the measured rates are what ops reach, so every efficiency is 1."""
+    from dataclasses import replace
+
+    from hloscope.devices import PeakFlops
+
+    device = replace(get_device("cpu"), peak_flops=PeakFlops(bf16=bf16_flops, f32=f32_flops),
+                     hbm_bandwidth=bytes_per_second)
+    whole = Figure(1.0, MEASURED, f"{source}: the measured rates are reached rates")
+    no_link = Figure(float("inf"), MEASURED, "the CPU has no host link: its memory is the host's")
+    return device, Calibration(
+        device="cpu", matmul_efficiency=whole, memory_efficiency=whole, matmul_tile=(1, 1, 1),
+        matmul_tile_source="no matmul unit tile on a CPU",
+        op_overhead=Figure(op_seconds, MEASURED, source),
+        collective_overhead=Figure(0.0, MEASURED, "one device: no collectives"),
+        hop_latency=Figure(0.0, MEASURED, "one device: no collectives"), host_link=no_link)

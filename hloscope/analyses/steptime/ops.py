@@ -60,9 +60,9 @@ class OpRates:
 
 def op_rates(device: Device, calibration: Calibration, compute_dtype: str) -> OpRates:
     peaks = device.peak_flops
-    peak = peaks.f32 if compute_dtype == "float32" and device.backend == "gpu" else peaks.bf16
+    peak = peaks.f32 if compute_dtype == "float32" and device.backend != "tpu" else peaks.bf16
     matmul = None if peak is None else peak * calibration.matmul_efficiency.value
-    vector = peaks.f32 if device.backend == "gpu" else None
+    vector = peaks.f32 if device.backend in ("gpu", "cpu") else None
     memory = None if device.hbm_bandwidth is None else \
         device.hbm_bandwidth * calibration.memory_efficiency.value
     speedup = calibration.cache_speedup.value if calibration.cache_speedup else 1.0
