@@ -106,7 +106,8 @@ def measure(result: SweepResult, count: int, steps: int, folder: Path,
     predict = cpu_predictor() if platform == "cpu" else None
     measured = []
     for outcome in candidates(result, count):
-        config = outcome.case.config(result.request.base, outcome.figures.batch)
+        config = outcome.case.config(result.request.base,  # type: ignore[arg-type]
+                                     outcome.figures.batch)
         run_folder = folder / MEASURED_FOLDER / outcome.case.file_name
         spec = ProfileSpec(result.request.model, outcome.case.variant.name, config, steps,
                            platform)
@@ -191,7 +192,7 @@ def with_measured_ranking(result: SweepResult, measured: list[MeasuredStep]) -> 
 
 
 def _error(step: MeasuredStep) -> str:
-    if step.error is None:
+    if step.error is None or step.predicted_seconds is None:
         return f" ({step.measured_seconds * 1e3:.1f} ms; no prediction on this target)"
     return (f" ({step.measured_seconds * 1e3:.1f} ms measured, "
             f"{step.predicted_seconds * 1e3:.1f} ms predicted, {step.error:+.1%})")

@@ -65,7 +65,7 @@ def step_time(module: HloModule, device: Device, compute_dtype: str = "bfloat16"
         link_busy_seconds=dict(segment.link_busy),
         host_link_bytes_per_second=links.host.value, host_link_source=links.host.source,
         ops=tuple(walk.records), missing=tuple(missing),
-        calibration=_calibration_dict(calibration), seconds_without_host=without_host)
+        calibration=calibration.to_dict(), seconds_without_host=without_host)
 
 
 def _missing_rates(device: Device) -> set[str]:
@@ -75,7 +75,3 @@ def _missing_rates(device: Device) -> set[str]:
     if device.peak_flops.bf16 is None:
         missing.add("peak FLOP/s")
     return missing
-
-
-def _calibration_dict(calibration: Calibration) -> dict[str, object]:
-    return calibration.to_dict()

@@ -13,7 +13,7 @@ conditional by its slowest branch, a call by its computation, each with its own 
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,6 +52,10 @@ LinkOf = Callable[[str, str], str]
 """(computation, instruction) -> ICI or DCN."""
 
 
+def _seconds() -> defaultdict:
+    return defaultdict(float)
+
+
 @dataclass(frozen=True, slots=True)
 class OpRecord:
     """One top-level op: what one execution takes and how many times it runs per step."""
@@ -77,26 +81,27 @@ class Segment:
     """The walk of one computation run: its span on the compute stream and what it exposed."""
 
     seconds: float = 0.0
-    compute: Counter[str] = field(default_factory=Counter)  # bound -> busy seconds
-    phase_compute: Counter[str] = field(default_factory=Counter)  # phase -> stream seconds
-    exposed: Counter[tuple[str, str]] = field(default_factory=Counter)  # (phase, link)
-    link_busy: Counter[str] = field(default_factory=Counter)
+    compute: defaultdict[str, float] = field(default_factory=_seconds)  # bound -> busy
+    phase_compute: defaultdict[str, float] = field(default_factory=_seconds)  # phase -> busy
+    exposed: defaultdict[tuple[str, str], float] = field(default_factory=_seconds)  # waited
+    link_busy: defaultdict[str, float] = field(default_factory=_seconds)
     missing: set[str] = field(default_factory=set)
 
     def add(self, other: Segment, times: int) -> None:
         self.seconds += other.seconds * times
-        for counter, more in ((self.compute, other.compute), (self.exposed, other.exposed),
-                              (self.link_busy, other.link_busy),
-                              (self.phase_compute, other.phase_compute)):
-            for key, value in more.items():
-                counter[key] += value * times
+        for key, value in other.exposed.items():
+            self.exposed[key] += value * times
+        for mine, theirs in ((self.compute, other.compute), (self.link_busy, other.link_busy),
+                             (self.phase_compute, other.phase_compute)):
+            for name, seconds in theirs.items():
+                mine[name] += seconds * times
         self.missing |= other.missing
 
 
 @dataclass
 class _Clock:
     now: float = 0.0
-    link_free: Counter[str] = field(default_factory=Counter)
+    link_free: defaultdict[str, float] = field(default_factory=_seconds)
     pending: dict[str, tuple[str, float]] = field(default_factory=dict)
 
 
@@ -162,7 +167,7 @@ class ScheduleWalk:
               segment: Segment, cache: _CacheTracker) -> None:
         opcode = instruction.opcode
         if opcode in BOOKKEEPING:
-            cache.alias(computation, instruction, self.analysis)
+            cache.alias(instruction)
             return
         phase = (phase_of(instruction.op_name) or Phase.OTHER).value
         if opcode in ("while", "call", "conditional"):
@@ -339,8 +344,7 @@ class _CacheTracker:
         self.written = 0
         self.produced_at: dict[str, int] = {}
 
-    def alias(self, computation: str, instruction: Instruction,
-              analysis: CostAnalysis) -> None:
+    def alias(self, instruction: Instruction) -> None:
         """A bitcast or get-tuple-element is its operand's buffer."""
         if self.capacity and instruction.operands:
             source = instruction.operands[0]
