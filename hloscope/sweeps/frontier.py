@@ -19,7 +19,7 @@ whole `names:` space and confirmed by as few compiles as possible (no jax).
    far (predicted / compiled - 1 over every compile of the search): the one a prediction too
    high would wrongly exclude. Where the winner's step estimate ties with `full`'s (memory-bound
    programs tie whatever they recompute), `full` is compiled too; then the fastest compiled
-   fit wins, ties going to the compiled programs' own roofline estimate (`_settled`). With
+   fit wins, ties going to the compiled programs' own per-op step (`_settled`). With
    nothing known to fit, compile `full` (the least a policy keeps); if `full` does not fit
    either, the candidates nearest above the capacity, one a round (keeping a name can lower
    XLA's allocation: XLA:CPU). After MAX_ROUNDS the winner is the fastest compiled candidate
@@ -63,7 +63,7 @@ class Candidate:
     folder: str | None = None
     calibrated_bytes: int = 0  # the search's figure: compiled, or predicted + a neighbour's error
     held_bytes: int | None = None  # the allocation of its figure when it chose to compile it
-    compiled_step_s: float | None = None  # the compiled program's own roofline estimate
+    compiled_step_s: float | None = None  # the compiled program's own step (per-op model)
 
     @property
     def known_bytes(self) -> int:
@@ -374,7 +374,7 @@ def calibrated(candidate: Candidate, compiled: list[Candidate], lower: bool = Fa
 
 def _settled(winner: Candidate, fits: list[Candidate]) -> Candidate:
     """Among the compiled fits the step estimate ties with the winner (memory-bound programs
-    tie whatever they recompute), the fastest by the compiled programs' own roofline: libtpu
+    tie whatever they recompute), the fastest by the compiled programs' own per-op step: libtpu
     fits a program predicted over the HBM by recomputing (llama-1b / v5e:2x2 at per-device
     batch 7: mlp_gate kept, 15.3 GiB compiled, 0.932 s against `full`'s 0.911 s), which the
     prediction cannot see."""

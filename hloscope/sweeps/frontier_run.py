@@ -166,7 +166,8 @@ def measure_names(compile_batch: _BatchCompiler, names: tuple[str, ...],
 
 
 def _step_seconds(figures) -> float | None:
-    return figures.step.overlapped_seconds if figures.step is not None else None
+    """A compiled candidate's own step: the per-op model's where the device has a table."""
+    return figures.step_seconds
 
 
 def baseline_from_build(folder: Path) -> Baseline:

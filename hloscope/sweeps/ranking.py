@@ -65,28 +65,34 @@ def rank_variants(rows: list[VariantFigures]) -> tuple[str | None, dict[str, Ver
 
 
 def host_link_line(row: VariantFigures, ordered: list[VariantFigures]) -> str | None:
-    """For a row whose step waits on the host link: the link it needs to beat the fastest row
-    that does not, and how far ahead or behind it is at the calibrated link."""
+    """For a row that moves data to the host: the host link it needs to beat the fastest row
+    that moves none, and how far ahead or behind it is at the calibrated link."""
     timed = row.step_time
-    if timed is None or not timed.host_sensitive:
+    if timed is None or not timed.moves_host:
         return None
     rivals = [other for other in ordered if other.step_time is not None
-              and not other.step_time.host_sensitive and other.variant != row.variant]
+              and not other.step_time.moves_host]
     if not rivals:
         return None
-    rival = min(rivals, key=lambda other: other.step_time.seconds)  # type: ignore[union-attr]
-    rival_seconds = rival.step_time.seconds * row.tokens / max(rival.tokens, 1)  # type: ignore[union-attr]
+    rival = min(rivals, key=lambda other: other.step_seconds or 0.0)
+    rival_seconds = (rival.step_seconds or 0.0) * row.tokens / max(rival.tokens, 1)
     needed = timed.host_link_needed(rival_seconds)
     gap = timed.seconds / rival_seconds - 1
-    default = (f"at the {timed.calibration.get('host_link', {}).get('kind', '')} "
-               f"{timed.host_link_bytes_per_second / 1e9:.0f} GB/s its step is "
+    kind = timed.calibration.get("host_link", {}).get("kind", "")
+    default = (f"at the {kind} {_gbps(timed.host_link_bytes_per_second)} its step is "
                f"{abs(gap):.1%} {'longer' if gap > 0 else 'shorter'} than {rival.variant}'s")
     if needed is None:
         return (f"{row.variant}: slower than {rival.variant} whatever the host link "
                 f"(without host time {timed.seconds_without_host or 0:.3f} s vs "
                 f"{rival_seconds:.3f} s); {default}")
-    return (f"{row.variant} beats {rival.variant} while the host link is at least "
-            f"{needed / 1e9:.1f} GB/s per device each way; {default}")
+    slowest = timed.host_curve[0][0] if timed.host_curve else needed
+    floor = "any host link down to " if needed <= slowest else "the host link is at least "
+    return (f"{row.variant} beats {rival.variant} while {floor}{_gbps(needed)} per device "
+            f"each way; {default}")
+
+
+def _gbps(rate: float) -> str:
+    return f"{rate / 1e9:.3g} GB/s"
 
 
 def _serial_note(verdict: Verdict, ordered: list[VariantFigures]) -> Verdict:
@@ -188,8 +194,10 @@ def _flops_per_token(row: VariantFigures) -> float:
 
 def _bound_note(row: VariantFigures) -> str:
     notes = []
-    if row.step is not None and row.step.missing:
-        notes.append("estimate is a lower bound (unknown " + ", ".join(row.step.missing) + ")")
+    missing = row.step_time.missing if row.step_time is not None else \
+        row.step.missing if row.step is not None else ()
+    if missing:
+        notes.append("estimate is a lower bound (unknown " + ", ".join(missing) + ")")
     if row.host_fit is not None and row.host_fit.fits is None:
         notes.append(row.host_fit.reason)
     if row.hlo is not None and row.hlo.unknown_loops:

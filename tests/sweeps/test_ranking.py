@@ -61,12 +61,17 @@ def timed(name: str, seconds: float, without_host: float | None = None) -> Varia
     link, for a variant that offloads) on an h100 whose host link runs 50 GB/s each way."""
     from dataclasses import replace
 
+    from hloscope.analyses.steptime import HOST_LADDER
     from hloscope.analyses.steptime.result import StepTime
 
+    curve: tuple[tuple[float, float], ...] = ()
+    if without_host is not None:  # its host time inversely proportional to the link
+        curve = tuple((50e9 * k, without_host + (seconds - without_host) / k)
+                      for k in HOST_LADDER)
     step = StepTime(device="h100", seconds=seconds, compute_seconds={"memory": seconds},
                     phase_compute_seconds={}, exposed_seconds={}, link_busy_seconds={},
                     host_link_bytes_per_second=50e9, host_link_source="test",
-                    seconds_without_host=without_host,
+                    seconds_without_host=without_host, host_curve=curve,
                     calibration={"host_link": {"kind": "datasheet"}})
     return replace(figures(name, 1.0, 0.0), step_time=step)
 
@@ -86,8 +91,12 @@ def test_an_offload_row_says_which_host_link_it_needs_to_win() -> None:
     winner, verdicts = rank_variants([offload, full])
     assert winner == "full" and verdicts["full"].host_link_line is None
     assert verdicts["offload"].host_link_line == (
-        "offload beats full while the host link is at least 75.0 GB/s per device each way; at "
+        "offload beats full while the host link is at least 75 GB/s per device each way; at "
         "the datasheet 50 GB/s its step is 12.5% longer than full's")
+    hidden = timed("hidden", 0.7, without_host=0.7)  # transfers hidden at every link tried
+    _, verdicts = rank_variants([hidden, full])
+    assert verdicts["hidden"].host_link_line.startswith(
+        "hidden beats full while any host link down to 0.0488 GB/s per device each way")
     hopeless = timed("hopeless", 0.95, without_host=0.85)
     _, verdicts = rank_variants([hopeless, full])
     assert verdicts["hopeless"].host_link_line.startswith(

@@ -25,6 +25,13 @@ class StepTime:
     missing: tuple[str, ...] = ()
     calibration: dict[str, Any] = field(default_factory=dict, repr=False)
     seconds_without_host: float | None = None  # the same step with a host link of no cost
+    # (host link bytes/s, step seconds), ascending rates: the step of a program that moves data
+    # to the host at other host links (the calibrated one among them)
+    host_curve: tuple[tuple[float, float], ...] = ()
+
+    @property
+    def moves_host(self) -> bool:
+        return bool(self.host_curve)
 
     @property
     def host_sensitive(self) -> bool:
@@ -33,15 +40,20 @@ class StepTime:
 
     def host_link_needed(self, rival_seconds: float) -> float | None:
         """The host link (bytes/s per device each way) at which this step equals
-        `rival_seconds`, taking its host-bound time as inversely proportional to the link
-        (exact where the transfers are exposed whole); None when no link makes it as fast."""
-        if not self.host_sensitive or self.seconds_without_host is None:
+        `rival_seconds`, from `host_curve`, each span of it taken as a + b / link (exact where
+        the transfers are exposed whole); None when no link makes it as fast."""
+        if not self.host_curve or self.seconds_without_host is None or \
+                self.seconds_without_host >= rival_seconds:
             return None
-        if self.seconds_without_host >= rival_seconds:
-            return None
-        extra = self.seconds - self.seconds_without_host
-        return self.host_link_bytes_per_second * extra / (rival_seconds
-                                                           - self.seconds_without_host)
+        points = list(self.host_curve)
+        if points[0][1] <= rival_seconds:
+            return points[0][0]  # fast enough at the slowest link tried
+        for (slow, slow_s), (fast, fast_s) in zip(points, points[1:], strict=False):
+            if fast_s <= rival_seconds < slow_s:
+                b = (slow_s - fast_s) / (1 / slow - 1 / fast)
+                a = slow_s - b / slow
+                return b / (rival_seconds - a) if rival_seconds > a else fast
+        return None
 
     @property
     def exposed_by_link(self) -> dict[str, float]:
@@ -93,6 +105,7 @@ class StepTime:
                 "host_link_source": self.host_link_source,
                 "top_ops": [_op_dict(op) for op in self.top_ops()],
                 "seconds_without_host": self.seconds_without_host,
+                "host_curve": [list(point) for point in self.host_curve],
                 "ops_timed": len(self.ops), "missing": list(self.missing),
                 "lower_bound": self.is_lower_bound, "calibration": self.calibration}
 

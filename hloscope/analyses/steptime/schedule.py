@@ -214,11 +214,17 @@ class ScheduleWalk:
         seconds, bound, kind = timed.seconds, timed.bound.value, "matmul" if matmul else \
             _vector_kind(timed.bound)
         out, back = transfer_bytes(self.analysis, computation, instruction)
-        host = host_seconds(self.links, max(out, back))
-        if host > seconds:  # a compute op reading or writing pinned host memory waits on it
-            segment.exposed[(phase, HOST_OUT if out >= back else HOST_IN)] += host - seconds
-            segment.link_busy[HOST_OUT if out >= back else HOST_IN] += host
-            seconds, bound, kind = host, Bound.LINK.value, "host transfer"
+        waits = [(HOST_OUT if out >= back else HOST_IN,
+                  host_seconds(self.links, max(out, back)), "host transfer")]
+        waits += self._fused_collectives(instruction, segment)
+        for link, busy, what in waits:
+            # a compute op that moves data on a link itself (a host slice, a TPU collective
+            # fusion) runs as long as the longer of its compute and its transfer
+            if busy:
+                segment.link_busy[link] += busy
+            if busy > seconds:
+                segment.exposed[(phase, link)] += busy - seconds
+                seconds, bound, kind = busy, Bound.LINK.value, what
         segment.compute[timed.bound.value] += timed.seconds
         segment.phase_compute[phase] += timed.seconds
         clock.now += seconds
@@ -226,6 +232,24 @@ class ScheduleWalk:
         self.records.append(OpRecord(computation, instruction.name, instruction.opcode, kind,
                                      phase, 1, seconds, bound, cost.flops,
                                      cost.bytes_accessed))
+
+    def _fused_collectives(self, instruction: Instruction,
+                           segment: Segment) -> list[tuple[str, float, str]]:
+        """(link, seconds, kind) of the collectives a fusion runs inside it (libtpu's
+        `async_collective_fusion`s: an all-gather fused with the compute that uses it)."""
+        fused = instruction.called_computation("calls") if instruction.opcode == "fusion" \
+            else None
+        if fused is None or fused not in self.analysis.module.computations:
+            return []
+        costs = self.analysis.computation_costs(fused).costs
+        found = []
+        for inner, cost in zip(self.analysis.module.computations[fused].instructions, costs,
+                               strict=True):
+            if category_of(inner.opcode) == OpCategory.COLLECTIVE and cost.collective_bytes:
+                link, seconds, kind = self._transfer(fused, inner, cost, segment)
+                if link is not None:
+                    found.append((link, seconds, "collective fusion"))
+        return found
 
     # --- links ---------------------------------------------------------------------
     def _start(self, computation: str, instruction: Instruction, cost: Cost, clock: _Clock,
