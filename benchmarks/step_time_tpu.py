@@ -5,7 +5,7 @@ not checks of the calibration (every TPU figure in hloscope/analyses/steptime/ca
 a stated default):
 
   nested   llama-1b, full vs nested:4 (block sqrt(16)), on v5e:2x2 and v6e:2x2: the predicted
-           MFU hit 1 - full's step / nested's step against the note's 20% (seeds/, docs/llama-70b.md)
+           MFU hit 1 - full's step / nested's step against the note's 20% (docs/llama-70b.md)
   seed70b  the seed's run: llama-70b on 4 x v6e-128, seq 4096, batch 3072, full / nested:8 /
            offload_carries: the winner, its reason and offload's host-link line
   maxtext  MaxText PR 546 (Llama 2 70B on v5p-128: 65% MFU with q/k/v projections offloaded, 63%
