@@ -302,14 +302,22 @@ def _collective_lines(hlo: Any) -> list:
 
 
 def _step_lines(figures: Any) -> list:
-    """The serial bound beside the overlapped one, the dominant term and the host check."""
+    """The per-op step's parts, the roofline's two bounds beside it, the host check."""
     lines: list = []
+    timed = figures.step_time
+    if timed is not None:
+        exposed = ", ".join(f"{link} {seconds:.4g} s" for link, seconds in
+                            timed.exposed_by_link.items() if seconds) or "none"
+        lines += [("  model", "per-op (docs/step-estimate.md)"),
+                  ("  mostly", timed.dominant), ("  exposed links", exposed)]
+        if timed.missing:
+            lines.append(("  lower bound: unknown", ", ".join(timed.missing)))
     step = figures.step
     if step is not None and step.serial_seconds is not None:
-        lines += [("  overlapped (optimistic) / serial (pessimistic)",
+        lines += [("  roofline overlapped / serial",
                    f"{step.overlapped_seconds:.4g} / {step.serial_seconds:.4g} s"),
-                  ("  dominated by", step.dominant)]
-        if step.missing:
+                  ("  roofline dominated by", step.dominant)]
+        if step.missing and timed is None:
             lines.append(("  lower bound: unknown", ", ".join(step.missing)))
     if figures.host_fit is not None:
         lines.append(("pinned host memory", figures.host_fit.reason))
