@@ -39,6 +39,8 @@ _MAX_3D_DIM = {"v4": 16, "v5p": 24}
 ACCELERATOR_PREFIX = {"v5e": "v5litepod", "v6e": "v6e", "v2": "v2", "v3": "v3", "v4": "v4",
                       "v5p": "v5p"}
 """The device name as Cloud TPU accelerator types spell it (`v5litepod-16` is a v5e slice)."""
+ACCELERATOR_ALIASES = {"v5e": "v5litepod"}
+"""Prefixes users and other frameworks write for an accelerator type (`v5e-256`)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,11 @@ def _compactness(shape: str) -> tuple[int, str]:
 
 def find_accelerator_type(name: str) -> AcceleratorType | None:
     """The accelerator type `name` (`v6e-128`, `v5litepod-16`, `v5p-256`), or None when it is
-    none of the tables' (an unknown prefix, or a size no slice has)."""
+    none of the tables' (an unknown prefix, or a size no slice has). `v5e-N` is read as
+    `v5litepod-N`, the name users write for it."""
+    prefix, dash, size = name.partition("-")
+    if dash and prefix in ACCELERATOR_ALIASES:
+        name = f"{ACCELERATOR_ALIASES[prefix]}-{size}"
     for device in ACCELERATOR_PREFIX:
         for accelerator in accelerator_types(device):
             if accelerator.name == name:

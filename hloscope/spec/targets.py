@@ -38,6 +38,7 @@ from pathlib import Path
 from hloscope.devices import Device, get_device
 from hloscope.errors import UsageError
 from hloscope.spec.slices import (
+    ACCELERATOR_ALIASES,
     ACCELERATOR_PREFIX,
     accelerator_types,
     find_accelerator_type,
@@ -194,9 +195,11 @@ def _accelerator_type(text: str, name: str) -> tuple[str, str]:
     if found is not None:
         return found.device, found.topology
     prefix = name.rsplit("-", 1)[0]
+    prefix = ACCELERATOR_ALIASES.get(prefix, prefix)
     device = next((d for d, p in ACCELERATOR_PREFIX.items() if p == prefix), None)
     if device is None:
-        known = ", ".join(f"{p}-N" for p in ACCELERATOR_PREFIX.values())
+        known = ", ".join([f"{p}-N" for p in ACCELERATOR_PREFIX.values()]
+                          + [f"{alias}-N" for alias in ACCELERATOR_ALIASES])
         raise UsageError(f"{name!r} in {text!r} is no Cloud TPU accelerator type hloscope knows "
                          f"({known}); or write tpu:<device>:<topology>")
     raise UsageError(f"{name!r} in {text!r} is no Cloud TPU accelerator type; the {prefix} ones "

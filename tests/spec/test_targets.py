@@ -98,3 +98,11 @@ def test_existing_targets_keep_their_spelling() -> None:
                  "tpu:tpu7x:2x2x1", "gpu:h100:1x1x8"):
         assert parse_target(text).spec == text
         assert parse_target(text).num_slices == 1
+
+
+def test_v5e_n_is_read_as_the_v5litepod_type_users_mean() -> None:
+    # Cloud TPU docs: v5litepod-256 is the 16 x 16 v5e slice; users and frameworks write v5e-256
+    assert parse_target("tpu:v5e-256").spec == "tpu:v5e:16x16"
+    assert parse_target("tpu:v5e-8:slices=2").spec == "tpu:v5e:2x4:slices=2"
+    with pytest.raises(UsageError, match="the v5litepod ones are .*16x16 \\(v5litepod-256\\)"):
+        parse_target("tpu:v5e-300")
