@@ -103,9 +103,11 @@ def measure(result: SweepResult, count: int, steps: int, folder: Path,
     from hloscope.workloads.profile import ProfileSpec, run_profile
 
     platform = measurable_platform(result.request)
-    predict = cpu_predictor() if platform == "cpu" else None
+    chosen = candidates(result, count)
+    working = max((o.figures.required_bytes or 0 for o in chosen), default=0)
+    predict = cpu_predictor(working) if platform == "cpu" else None
     measured = []
-    for outcome in candidates(result, count):
+    for outcome in chosen:
         config = outcome.case.config(result.request.base,  # type: ignore[arg-type]
                                      outcome.figures.batch)
         run_folder = folder / MEASURED_FOLDER / outcome.case.file_name
@@ -127,15 +129,16 @@ Predict = Callable[[VariantOutcome, str], float | None]
 CPU_PREDICTION = "per-op (rates measured on this CPU)"
 
 
-def cpu_predictor() -> Predict:
-    """The per-op model with this CPU's rates, measured once (`workloads.cpu_probe`)."""
+def cpu_predictor(working_set_bytes: int) -> Predict:
+    """The per-op model with this CPU's rates, measured once (`workloads.cpu_probe`) over the
+    candidates' largest working set (their device memory, XLA's allocation)."""
     from hloscope.analyses.steptime import step_time
     from hloscope.analyses.steptime.calibration import measured_cpu
     from hloscope.formats.build import HLO_FILE
     from hloscope.loader.hlo_input import load_input
     from hloscope.workloads.cpu_probe import probe_cpu
 
-    rates = probe_cpu()
+    rates = probe_cpu(working_set_bytes)
     device, calibration = measured_cpu(rates.bf16_flops, rates.f32_flops,
                                        rates.bytes_per_second, rates.op_seconds,
                                        "measured by hloscope.workloads.cpu_probe")
