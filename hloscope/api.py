@@ -375,8 +375,12 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
     (`hloscope.sweeps.frontier_run`). `measure=K` runs the K fastest predicted variants that
     fit `measure_steps` steps each on the target's own devices (here: the CPU, or a GPU or TPU
     present) and ranks them by the measured step (`result.measured`; `hloscope.sweeps.measure`).
-    `search="batch"` is `search_batch=True`."""
+    `search="batch"` is `search_batch=True`. With neither `output` nor `cache` the CLI's
+    default build cache is used, and stderr says where."""
     from hloscope.sweeps.core import run_sweep_folder
+
+    if output is None and cache is None:
+        cache = _default_cache()
 
     if search not in (None, "batch", "frontier"):
         raise UsageError(f"search must be 'batch' or 'frontier', not {search!r}")
@@ -407,6 +411,17 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
         result = measure_variants(result, measure, measure_steps, measure_folder(request),
                                   force=True)
     return result
+
+
+def _default_cache() -> Path:
+    import sys
+
+    from hloscope.workloads.cache import default_cache_dir
+
+    root = default_cache_dir()
+    print(f"hloscope: builds are cached in {root} (pass output= or cache= to choose)",
+          file=sys.stderr)
+    return root
 
 
 def sweep_request(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "all",
