@@ -16,6 +16,7 @@ import socket
 import sys
 from typing import Any
 
+from hloscope.devices import GIB
 from hloscope.errors import ClusterUnreachableError, UsageError
 from hloscope.optional import require
 from hloscope.sweeps.executor_base import Completion, ExecutorSpec
@@ -24,7 +25,6 @@ from hloscope.sweeps.tasks import CompileTask, run_task
 TASK_MEMORY_GIB = {"cpu": 1.0, "gpu": 2.0, "tpu": 3.0}  # a compile's resident size, measured
 CPUS_PER_COMPILE = 1
 _CONNECT_SECONDS = 5.0
-_GIB = 1 << 30
 
 
 def import_ray() -> Any:
@@ -50,7 +50,7 @@ class RayExecutor:
         ray = import_ray()
         started = _connect(ray, spec.address)
         gib = spec.task_memory_gib or TASK_MEMORY_GIB.get(backend, 2.0)
-        return cls(ray, started, int(gib * _GIB))
+        return cls(ray, started, int(gib * GIB))
 
     def default_slots(self) -> int:
         cpus = self._ray.cluster_resources().get("CPU", CPUS_PER_COMPILE)

@@ -36,11 +36,11 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 from hloscope.analyses.cost import CostAnalysis
+from hloscope.devices import HOST_MEMORY_SPACE
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
 from hloscope.model.shape import Shape
 
-HOST_SPACE = 5
 PASS_THROUGH = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast",
                           "copy-done", "while", "call", "conditional", "async-start",
                           "async-done", "async-update", "opt-barrier", "after-all"})
@@ -150,4 +150,4 @@ def _between(source: Shape, destination: Shape, size: int) -> tuple[int, int]:
 def _on_host(shape: Shape) -> bool:
     """True when every array leaf of `shape` lives in host memory."""
     leaves = [leaf for _, leaf in shape.leaves() if leaf.is_array]
-    return bool(leaves) and all(leaf.memory_space == HOST_SPACE for leaf in leaves)
+    return bool(leaves) and all(leaf.memory_space == HOST_MEMORY_SPACE for leaf in leaves)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from hloscope.devices import MEMORY_SPACES, MemoryLocation
+from hloscope.devices import HOST_MEMORY_SPACE, MEMORY_SPACES, MemoryLocation
 from hloscope.model.xla_memory import (
     BufferAllocation,
     BufferAssignment,
@@ -32,7 +32,6 @@ from hloscope.model.xla_memory import (
     SpaceAllocation,
 )
 
-HOST_MEMORY_SPACE = 5  # xla/layout.h Layout::kHostMemorySpace
 _MEMORY_SPACE = re.compile(r"S\((\d+)\)")
 
 

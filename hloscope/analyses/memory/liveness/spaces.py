@@ -8,9 +8,13 @@ pinned host memory. Device memory is the sum of the spaces that live in it.
 """
 from __future__ import annotations
 
-from hloscope.devices import MEMORY_SPACES, MemoryLocation, MemorySpace, memory_space
-
-_HOST_SPACE = 5
+from hloscope.devices import (
+    HOST_MEMORY_SPACE,
+    MEMORY_SPACES,
+    MemoryLocation,
+    MemorySpace,
+    memory_space,
+)
 
 
 def space_info(backend: str, number: int) -> MemorySpace:
@@ -19,7 +23,7 @@ def space_info(backend: str, number: int) -> MemorySpace:
         return memory_space(backend, number)
     if number == 0:
         return MemorySpace(0, "default", MemoryLocation.DEVICE, "xla/layout.h default space")
-    if number == _HOST_SPACE:
+    if number == HOST_MEMORY_SPACE:
         return MemorySpace(number, "host", MemoryLocation.HOST, "xla/layout.h host space")
     return MemorySpace(number, f"S({number})", MemoryLocation.UNKNOWN, "backend unknown")
 

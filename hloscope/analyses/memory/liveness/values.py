@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hloscope.analyses.cost.sizes import POINTER_BYTES
 from hloscope.model.instruction import Instruction
 from hloscope.model.shape import Shape
 
-POINTER_BYTES = 8  # a tuple's table holds one pointer per element (ShapeUtil::ByteSizeOf(s, 8))
 Index = tuple[int, ...]
 
 
