@@ -111,7 +111,7 @@ def transfer_bytes(analysis: CostAnalysis, computation: str,
         return _between(source, destination, source.byte_size)
     fused = instruction.called_computation("calls") if instruction.opcode == "fusion" else None
     if fused in analysis.module.computations:
-        return _fused_transfer(analysis, fused)
+        return computation_transfer_bytes(analysis, fused)
     operands = analysis.graph(computation).operand_shapes(instruction)
     if not _on_host(shape) and not any(_on_host(s) for s in operands):
         return 0, 0
@@ -129,9 +129,10 @@ def _sliced(opcode: str, result: Shape, operands: list[Shape]) -> tuple[int, int
     return _between(operands[0], result, result.byte_size)
 
 
-def _fused_transfer(analysis: CostAnalysis, fused: str) -> tuple[int, int]:
-    """What a fusion moves: the transfers of the instructions it fuses (a TPU fusion whose root
-    updates a host buffer; a GPU one that slices a host buffer and copies the slice out)."""
+def computation_transfer_bytes(analysis: CostAnalysis, fused: str) -> tuple[int, int]:
+    """What a computation moves, as its instructions do: a fusion's (a TPU fusion whose root
+    updates a host buffer; a GPU one that slices a host buffer and copies the slice out), or an
+    async start's wrapped computation."""
     to_host = from_host = 0
     for inner in analysis.module.computations[fused].instructions:
         out, back = transfer_bytes(analysis, fused, inner)

@@ -48,13 +48,17 @@ class LinkRates:
         return self.host.value
 
 
-def link_rates(device: Device, calibration: Calibration,
-               torus: tuple[int, ...] | None) -> LinkRates:
+def link_rates(device: Device, calibration: Calibration, torus: tuple[int, ...] | None,
+               host_override: float | None = None) -> LinkRates:
+    """`host_override`: a host link (bytes/s per device each way) in place of the calibrated
+    one, for the what-if walks of a sensitivity line."""
     chip_share = 1 / device.devices_per_chip
     ici = None if device.interconnect_bandwidth is None else \
         device.interconnect_bandwidth * chip_share
     dcn = None if device.dcn_bandwidth is None else device.dcn_bandwidth * chip_share
-    return LinkRates(ici, dcn, host_link_rate(device, calibration),
+    host = host_link_rate(device, calibration) if host_override is None else \
+        Figure(host_override, "what-if", "a sensitivity run")
+    return LinkRates(ici, dcn, host,
                      torus if device.backend == "tpu" else None,
                      calibration.collective_overhead.value, calibration.hop_latency.value)
 

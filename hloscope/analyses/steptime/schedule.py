@@ -21,7 +21,7 @@ from hloscope.analyses.cost import Cost, CostAnalysis
 from hloscope.analyses.cost.analysis import branch_computations
 from hloscope.analyses.cost.collectives import participant_groups
 from hloscope.analyses.cost.phases import Phase, phase_of
-from hloscope.analyses.memory.host_offload import transfer_bytes
+from hloscope.analyses.memory.host_offload import computation_transfer_bytes, transfer_bytes
 from hloscope.analyses.steptime.links import (
     DCN,
     HOST_IN,
@@ -33,6 +33,7 @@ from hloscope.analyses.steptime.links import (
 )
 from hloscope.analyses.steptime.ops import (
     Bound,
+    ComputeTime,
     OpRates,
     compute_time,
     is_compute,
@@ -50,6 +51,9 @@ _DONE_SUFFIX = "-done"
 _MEGASCALE = "_xla_megascale_transfer_type"
 LinkOf = Callable[[str, str], str]
 """(computation, instruction) -> ICI or DCN."""
+OpMemo = dict[tuple[str, str], tuple[ComputeTime, bool, int, int]]
+"""(computation, instruction) -> its compute time, whether a matmul, bytes to / from the host:
+what does not change between walks of one program at other link rates."""
 
 
 def _seconds() -> defaultdict:
@@ -109,8 +113,9 @@ class ScheduleWalk:
     """Times every op of a module's entry, loops multiplied out (see the module docstring)."""
 
     def __init__(self, analysis: CostAnalysis, ops: OpRates, links: LinkRates,
-                 link_of: LinkOf | None = None) -> None:
+                 link_of: LinkOf | None = None, memo: OpMemo | None = None) -> None:
         self.analysis = analysis
+        self.memo: OpMemo = {} if memo is None else memo
         self.ops = ops
         self.links = links
         self.link_of = link_of or (lambda computation, name: ICI)
@@ -205,15 +210,12 @@ class ScheduleWalk:
     # --- compute -------------------------------------------------------------------
     def _compute(self, computation: str, instruction: Instruction, cost: Cost, clock: _Clock,
                  segment: Segment, cache: _CacheTracker, phase: str) -> None:
-        module = self.analysis.module
-        matmul = is_matmul_kind(module, computation, instruction, cost)
-        efficiency = shape_efficiency(self.analysis, computation, instruction, self.ops.tile) \
-            if matmul else 1.0
-        cached = cache.cached_read_bytes(computation, instruction, cost, self.analysis)
-        timed = compute_time(self.ops, cost, cost.flops if matmul else 0, efficiency, cached)
+        key = (computation, instruction.name)
+        if key not in self.memo:
+            self.memo[key] = self._op_time(computation, instruction, cost, cache)
+        timed, matmul, out, back = self.memo[key]
         seconds, bound, kind = timed.seconds, timed.bound.value, "matmul" if matmul else \
             _vector_kind(timed.bound)
-        out, back = transfer_bytes(self.analysis, computation, instruction)
         waits = [(HOST_OUT if out >= back else HOST_IN,
                   host_seconds(self.links, max(out, back)), "host transfer")]
         waits += self._fused_collectives(instruction, segment)
@@ -232,6 +234,16 @@ class ScheduleWalk:
         self.records.append(OpRecord(computation, instruction.name, instruction.opcode, kind,
                                      phase, 1, seconds, bound, cost.flops,
                                      cost.bytes_accessed))
+
+    def _op_time(self, computation: str, instruction: Instruction, cost: Cost,
+                 cache: _CacheTracker) -> tuple[ComputeTime, bool, int, int]:
+        matmul = is_matmul_kind(self.analysis.module, computation, instruction, cost)
+        efficiency = shape_efficiency(self.analysis, computation, instruction, self.ops.tile) \
+            if matmul else 1.0
+        cached = cache.cached_read_bytes(computation, instruction, cost, self.analysis)
+        timed = compute_time(self.ops, cost, cost.flops if matmul else 0, efficiency, cached)
+        out, back = transfer_bytes(self.analysis, computation, instruction)
+        return timed, matmul, out, back
 
     def _fused_collectives(self, instruction: Instruction,
                            segment: Segment) -> list[tuple[str, float, str]]:
@@ -319,9 +331,8 @@ class ScheduleWalk:
             return transfer_bytes(self.analysis, computation, instruction)
         out = back = 0
         for callee in instruction.called_computations:
-            body = self.analysis.module.computations.get(callee)
-            for inner in body.instructions if body is not None else ():
-                more_out, more_back = transfer_bytes(self.analysis, callee, inner)
+            if callee in self.analysis.module.computations:
+                more_out, more_back = computation_transfer_bytes(self.analysis, callee)
                 out, back = out + more_out, back + more_back
         return out, back
 
