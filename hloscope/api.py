@@ -399,18 +399,15 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
                             num_slices=num_slices, allow_any_topology=allow_any_topology,
                             xla_flags=xla_flags, search_window=search_window,
                             max_probes=max_probes, step=step, **overrides)
-    if measure:
-        from hloscope.sweeps.measure import measurable_platform
+    if not measure:
+        return run_sweep_folder(request, force, listener)
+    from hloscope.sweeps.measure import measurable_platform, measure_folder
+    from hloscope.sweeps.measure import measure as measure_variants
 
-        measurable_platform(request)  # refused before anything compiles
+    platform = measurable_platform(request)  # refused before anything compiles
     result = run_sweep_folder(request, force, listener)
-    if measure:
-        from hloscope.sweeps.measure import measure as measure_variants
-        from hloscope.sweeps.measure import measure_folder
-
-        result = measure_variants(result, measure, measure_steps, measure_folder(request),
-                                  force=True)
-    return result
+    return measure_variants(result, measure, measure_steps, measure_folder(request), platform,
+                            force=True)
 
 
 def _default_cache() -> Path:

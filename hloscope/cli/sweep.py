@@ -132,8 +132,7 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
                             xla_flags=xla_flags, search_window=search_window,
                             max_probes=max_probes, step=step)
     validate(request)  # a bad request is refused before the start line
-    if measure is not None:
-        measurable_platform(request)
+    platform = measurable_platform(request) if measure is not None else None
     listener = SweepProgress(len(request.cases()), quiet=progress.quiet)
     listener.start(sweep_start_line(request))
     try:
@@ -141,20 +140,19 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
     finally:
         listener.close()
     listener.summary(result.wall_seconds)
-    if measure is not None:
-        result = _measured(result, request, measure, measure_steps, progress.quiet)
+    if measure is not None and platform is not None:
+        result = _measured(result, request, platform, measure, measure_steps, progress.quiet)
     emit(sweep_report(result), fmt, None, False)
     return EXIT_OK if result.winner is not None else EXIT_CHECK_FAILED
 
 
-def _measured(result: SweepResult, request: SweepRequest, count: int, steps: int,
-              quiet: bool) -> SweepResult:
+def _measured(result: SweepResult, request: SweepRequest, platform: str, count: int,
+              steps: int, quiet: bool) -> SweepResult:
     folder = measure_folder(request)
-    chosen = candidates(result, count)
     if not quiet:
-        click.echo(f"measuring {len(chosen)} variant(s) on {measurable_platform(request)}, "
+        click.echo(f"measuring {len(candidates(result, count))} variant(s) on {platform}, "
                    f"{steps} traced steps each, into {folder / MEASURED_FOLDER}", err=True)
-    return measure(result, count, steps, folder, force=True)
+    return measure(result, count, steps, folder, platform, force=True)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import UsageError
+from hloscope.spec.step import StepConfig
 from hloscope.spec.targets import parse_target
 from hloscope.sweeps.core import SweepRequest, SweepResult
 from hloscope.sweeps.ranking import WINNER, Verdict
@@ -56,7 +57,7 @@ class MeasuredStep:
 def measurable_platform(request: SweepRequest) -> str:
     """The local platform the target's programs run on; UsageError when they cannot run here."""
     target = parse_target(request.target)
-    if request.base.__class__.__name__ == "StepConfig":
+    if isinstance(request.base, StepConfig):
         raise UsageError("--measure runs the built-in model's variants; a --step sweep cannot "
                          "be measured yet (run `hloscope profile` on your step instead)")
     if target.num_devices != 1:
@@ -96,13 +97,13 @@ def candidates(result: SweepResult, count: int) -> list[VariantOutcome]:
     return ranked[:count]
 
 
-def measure(result: SweepResult, count: int, steps: int, folder: Path,
+def measure(result: SweepResult, count: int, steps: int, folder: Path, platform: str,
             force: bool = False, timeout: float = 1800.0) -> SweepResult:
-    """`result` with the `count` fastest predicted candidates measured and re-ranked by their
-    measured step (`result.measured`); each run's trace goes into `folder/measured/VARIANT`."""
+    """`result` with the `count` fastest predicted candidates measured on `platform`
+    (`measurable_platform`'s answer) and re-ranked by their measured step (`result.measured`);
+    each run's trace goes into `folder/measured/VARIANT`."""
     from hloscope.workloads.profile import ProfileSpec, run_profile
 
-    platform = measurable_platform(result.request)
     chosen = candidates(result, count)
     working = max((o.figures.required_bytes or 0 for o in chosen), default=0)
     predict = cpu_predictor(working) if platform == "cpu" else None

@@ -221,12 +221,15 @@ def _within(amount: int | None, capacity: int | None) -> bool | None:
 def hlo_figures(module: HloModule, build: BuildFolder) -> HloFigures:
     """hloscope's analyses of a build's optimized HLO (`build`: its recorded device
     assignment, which places collectives on ICI or DCN)."""
+    return _figures_of(module, collective_links(module, build))
+
+
+def _figures_of(module: HloModule, links: CollectivesResult | None) -> HloFigures:
     from hloscope.analyses.cost.flops import flops
     from hloscope.analyses.cost.remat import remat
     from hloscope.analyses.memory.analysis import live_peak_bytes
     from hloscope.analyses.memory.host_offload import host_transfers
 
-    links = collective_links(module, build)
     costs = flops(module)
     recomputed = remat(module)
     transfers = host_transfers(module)
@@ -247,15 +250,16 @@ def hlo_figures(module: HloModule, build: BuildFolder) -> HloFigures:
         xla_remat_flops=recomputed.xla_remat_flops)
 
 
-def per_op_step(loaded: LoadedBuild, compute_dtype: str) -> StepTime | None:
+def per_op_step(loaded: LoadedBuild, compute_dtype: str,
+                links: CollectivesResult | None) -> StepTime | None:
     """The per-op model's step of a build (None without a calibration or a readable
-    program); collectives go on the link the build's device assignment puts them on."""
+    program); collectives go on the link the build's device assignment puts them on
+    (`links`, `collective_links`' answer)."""
     from hloscope.analyses.steptime import step_time
 
     target = parse_target(loaded.build.manifest["target"])
     if loaded.module is None:
         return None
-    links = collective_links(loaded.module, loaded.build)
     placed = {} if links is None else {(row.computation, row.instruction): row.link
                                        for row in links.rows}
     torus = target.topology_dims if target.backend == "tpu" else None
@@ -296,7 +300,7 @@ def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
     result = build.result
     config = build.config
     target = parse_target(build.manifest["target"])
-    hlo, analysis_error = _analysed(loaded)
+    hlo, links, analysis_error = _analysed(loaded)
     capacity = memory_budget(target.device)
     required, source = _required(loaded)
     fits, fit_source = _fit(result.status, target.backend, required, capacity)
@@ -304,7 +308,7 @@ def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
     fits, fit_source = with_host_fit(fits, fit_source, host)
     step = None if hlo is None else _estimate(hlo, target.device, config.compute_dtype,
                                               target.num_slices)
-    timed = None if hlo is None else per_op_step(loaded, config.compute_dtype)
+    timed = None if hlo is None else per_op_step(loaded, config.compute_dtype, links)
     return VariantFigures(
         variant=variant, status=result.status, batch=config.batch, tokens=config.tokens,
         fits=fits, fit_source=fit_source, capacity_bytes=capacity, required_bytes=required,
@@ -396,15 +400,17 @@ def with_host_fit(fits: bool | None, fit_source: str | None,
     return fits, fit_source
 
 
-def _analysed(loaded: LoadedBuild) -> tuple[HloFigures | None, str | None]:
-    """hlo_figures, or None and the reason when hloscope cannot read or analyse the program
-    (None and None when the build has none)."""
+def _analysed(loaded: LoadedBuild) -> tuple[HloFigures | None, CollectivesResult | None,
+                                             str | None]:
+    """hlo_figures and the collectives by link, or None and the reason when hloscope cannot
+    read or analyse the program (None and None when the build has none)."""
     if loaded.module is None:
-        return None, loaded.load_error
+        return None, None, loaded.load_error
     try:
-        return hlo_figures(loaded.module, loaded.build), None
+        links = collective_links(loaded.module, loaded.build)
+        return _figures_of(loaded.module, links), links, None
     except HloscopeError as error:
-        return None, str(error).splitlines()[0]
+        return None, None, str(error).splitlines()[0]
 
 
 def _required(loaded: LoadedBuild) -> tuple[int | None, str | None]:
