@@ -232,6 +232,7 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
     writes a Perfetto / Chrome trace JSON (an existing file only with `force`)."""
     from hloscope.analyses.trace.run import (
         add_measured_memory,
+        add_memory_profile,
         add_xprof_figures,
         analyse_traced,
         chrome_trace_of,
@@ -247,6 +248,7 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
         heap = None if missing else traced.xprof_peak_heap_bytes(result.module_name,
                                                                  result.program_id)
         add_xprof_figures(result, traced, heap, missing)
+    add_memory_profile(result, traced)
     add_measured_memory(result, traced)
     if export is not None:
         import json

@@ -2,7 +2,9 @@
 
 The CLI prints `str(error)` without a traceback and exits with `error.exit_code`:
 0 ok, 1 a check failed, 2 usage error, 3 input missing or unreadable, 4 input malformed,
-5 an optional dependency missing (the message names the `pip install 'hloscope[extra]'`).
+5 an optional dependency missing (the message names the `pip install 'hloscope[extra]'`),
+6 a profile with no XLA program in it (TensorFlow without XLA, a PyTorch trace), 7 a profile
+whose XLA programs' HLO is not at hand (the message names the programs and ids missing).
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ EXIT_USAGE = 2
 EXIT_INPUT_MISSING = 3
 EXIT_INPUT_MALFORMED = 4
 EXIT_MISSING_DEPENDENCY = 5
+EXIT_NOT_XLA = 6
+EXIT_NO_HLO = 7
 
 
 class HloscopeError(Exception):
@@ -111,3 +115,15 @@ class ClusterUnreachableError(HloscopeError):
     """A compute cluster (Ray) named by an address cannot be reached."""
 
     exit_code = EXIT_INPUT_MISSING
+
+
+class NotXlaTraceError(InputError):
+    """A readable profile that holds no XLA op: nothing in it can be joined to HLO."""
+
+    exit_code = EXIT_NOT_XLA
+
+
+class MissingHloError(InputError):
+    """A profile's XLA programs whose HLO is neither embedded nor given (named with ids)."""
+
+    exit_code = EXIT_NO_HLO

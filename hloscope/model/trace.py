@@ -33,6 +33,7 @@ class OpEvent:
     plane: str
     line: str
     command_buffer: str = ""
+    category: str = ""  # the writer's `hlo_category` stat (libtpu), as xprof groups ops
 
     @property
     def end_ps(self) -> int:
@@ -47,6 +48,16 @@ class StepMark:
     start_ps: int
     duration_ps: int
     source: str  # e.g. "/device:TPU:0 Steps" or "/host:CPU python (step_num)"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPeak:
+    """The peak of one device allocator as the profiler's memory events give it (xprof's
+    memory_profile `peakBytesInUse`): stack reserved + heap allocated, at its largest."""
+
+    allocator: str  # the events' `index_on_host` (libtpu) or `allocator_name` (TensorFlow)
+    peak_in_use_bytes: int
+    time_ps: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +81,11 @@ class Trace:
     modules: list[EmbeddedModule] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     device_names: list[str] = field(default_factory=list)  # a GPU plane's `gpu_device_name`
+    # In-flight spans of asynchronous ops ("Async XLA Ops": a copy-start to its copy-done);
+    # not op time (the ops' own events are on "XLA Ops"), kept for what overlaps them.
+    async_events: list[OpEvent] = field(default_factory=list)
+    memory_peaks: list[MemoryPeak] = field(default_factory=list)
+    frameworks: list[str] = field(default_factory=list)  # what wrote it, when not XLA
 
     @property
     def device_planes(self) -> list[str]:

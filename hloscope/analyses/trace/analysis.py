@@ -10,7 +10,10 @@ else the one with the most op time. Every figure is over the events of that prog
 - `unmatched_us`: the time of its events that join no instruction (a raw GPU trace's library
   kernels inside CUDA graphs), by reason in `unmatched_by_reason`, and `unmatched_share` of
   all its op time; a run's wall time spans these events too;
-- breakdowns by op, phase, scope and layer (`trace_time`: each op's time split like its FLOPs);
+- breakdowns by op, phase, scope and layer (`trace_time`: each op's time split like its FLOPs;
+  a scanned layer's time by iteration);
+- `op_stats`: every program's ops over the whole capture, all cores, with their categories
+  (`op_stats.py`: xprof's hlo_stats and op_profile figures);
 - `remat_time_share`: the fraction of op self time spent in recomputed work (JAX's
   `rematted_computation` ops and XLA's `.remat` clones);
 - FLOPs per step (static: `hloscope flops`, loops times their trip counts); achieved FLOP/s =
@@ -35,14 +38,16 @@ from hloscope.analyses.trace.join import (
     join_events,
     unjoined_reason,
 )
+from hloscope.analyses.trace.op_stats import OpStats, op_stats
 from hloscope.analyses.trace.timing import (
     event_labels,
     group_runs,
     instruction_shares,
+    one_core,
     split_time,
 )
 from hloscope.devices import Device
-from hloscope.errors import InputError
+from hloscope.errors import InputError, MissingHloError
 from hloscope.frames import Rendered
 from hloscope.model.trace import PS_PER_US, Trace
 from hloscope.parsers.trace.programs import ProgramIndex, TraceProgram
@@ -115,6 +120,7 @@ class TraceResult(Rendered):
     count_mismatches: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     scope_prefix: str = ""
+    op_stats: OpStats | None = None  # every program's ops over the capture (xprof's hlo_stats)
     extra: dict = field(default_factory=dict)  # figures added by the CLI (xprof's peak heap)
     joined: list[JoinedEvent] = field(default_factory=list, repr=False)  # not in JSON
     labels: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)  # not in JSON
@@ -165,14 +171,16 @@ def analyze_trace(trace: Trace, index: ProgramIndex, device: Device | None = Non
         by_layer=_time_rows(times["layer"], op_ps),
         programs=_program_rows(joined, program),
         **_unmatched(unjoined, op_ps),
-        count_mismatches=_count_mismatches(mine, executions_per_run(analysis), len(runs)),
+        count_mismatches=_count_mismatches(one_core(mine), executions_per_run(analysis),
+                                           len(runs)),
         warnings=[*trace.warnings, *index.warnings], scope_prefix="/".join(prefix),
+        op_stats=op_stats(joined),
         joined=mine, labels=event_labels(mine, shares, scope_depth, prefix))
 
 
 def _main_program(joined: Join, index: ProgramIndex, wanted: str | None) -> TraceProgram:
     if not index.programs:
-        raise InputError("none of the HLO given matches a program of the trace")
+        raise MissingHloError("none of the HLO given matches a program of the trace")
     if wanted is not None:
         for program in index.programs:
             if wanted in (program.name, str(program.program_id)):
@@ -183,8 +191,11 @@ def _main_program(joined: Join, index: ProgramIndex, wanted: str | None) -> Trac
     for event in joined.matched:
         time[id(event.program)] += event.self_ps
     if not time:
-        raise InputError("no op event of the trace matches an instruction of the HLO given "
-                         "(is it the HLO of the traced program?)")
+        names = ", ".join(f"{p.name} ({p.program_id})" for p in index.programs)
+        sample = ", ".join(sorted({e.event.name for e in joined.events})[:5])
+        raise MissingHloError(f"no op event of the trace names an instruction of the HLO at "
+                              f"hand ({names}): the events name {sample}, ... (is it the HLO "
+                              "of the traced program?)")
     return max(index.programs, key=lambda p: time.get(id(p), 0))
 
 

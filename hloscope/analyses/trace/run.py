@@ -47,6 +47,25 @@ def add_xprof_figures(result: TraceResult, traced: TracedRun, peak_heap_bytes: i
         result.extra["xprof_note"] = missing or "n/a: xprof gave no peak heap for this program"
 
 
+def add_memory_profile(result: TraceResult, traced: TracedRun) -> None:
+    """The device allocators' peak in use from the capture's memory events (xprof's
+    memory_profile `peakBytesInUse`, read by hloscope itself: `parsers.trace.memory_events`),
+    beside the live peak, in `result.extra`; nothing where the capture has no memory events.
+    The allocator's peak covers every program the device held at that moment, not the
+    analysed one alone."""
+    peaks = traced.trace.memory_peaks
+    if not peaks:
+        return
+    top = max(peaks, key=lambda p: p.peak_in_use_bytes)
+    result.extra["memory_profile_peak_bytes"] = top.peak_in_use_bytes
+    result.extra["memory_profile_note"] = (
+        f"the largest of {len(peaks)} device allocators' peak in use (stack + heap, xprof's "
+        "memory_profile peakBytesInUse), over every program the device held")
+    if "live_peak_bytes" not in result.extra:
+        analysed = _memory(result, traced)
+        result.extra["live_peak_bytes"] = analysed.peak_bytes if analysed else None
+
+
 def add_measured_memory(result: TraceResult, traced: TracedRun) -> None:
     """What the `hloscope profile` run measured, beside XLA's figure for its step, in
     `result.extra`: the device allocator's peak (`memory_stats()`: the state and batch

@@ -8,13 +8,25 @@ copy) to their bytes, else evenly. So time rows use the very keys of `hloscope f
 fusion that mixes forward and recompute work is split between them. An instruction without
 charges (a `while`'s own bookkeeping) keeps its time under its own op_name's keys.
 
+**Layers inside scans.** A scanned layer stack is one `while` whose body serves every layer
+(`Charge.layers`: the layer loops' trip counts multiplied); its op_name names no layer. The
+measured events tell the layers apart: the k-th event of a body instruction in one run on one
+core is iteration k, so its time goes to `layer_{k mod L}`, or `layer_{L-1-(k mod L)}` where
+the work is the backward pass or its recomputation (JAX transposes a scan into one running in
+reverse). This assumes the layer loop is the innermost loop around the op, as in JAX's
+scanned stacks; where no layer count is known the time stays under `<while> (loop body)`.
+
 **Runs.** The events of one execution of a program share a `run_id`; a run's wall time spans
 its first event's start to its last event's end. Without run ids (some device traces) the
-trace's step marks group the events, else the whole trace is one run.
+trace's step marks group the events, else the whole trace is one run. On a device trace with
+several cores (`/device:TPU:0..3`) each core runs the whole program: the runs are those of one
+core (the one with the most events, the first by name among equals), so a step's wall time is
+one core's, while op time sums all cores. (libtpu numbers runs per core: one execution can
+carry different `run_id`s on different cores.)
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from hloscope.analyses.cost.attribution import Charge
@@ -37,6 +49,8 @@ class Share:
     layer: str
     fraction: float
     recomputed: bool
+    layers: int = 0  # the layers a scan body's op serves (0: not in a layer loop)
+    reverse: bool = False  # backward or recompute work: iteration k is layer L-1-k
 
 
 @dataclass(slots=True)
@@ -70,7 +84,9 @@ def _shares(group: list[Charge], scope_depth: int, prefix: tuple[str, ...]) -> l
         weights = [1] * len(group)
     total = sum(weights)
     return [Share(c.phase.value, scope_key(c.op_name, scope_depth, prefix), layer_key(c),
-                  w / total, c.phase is Phase.RECOMPUTE or is_xla_clone(c.top.name))
+                  w / total, c.phase is Phase.RECOMPUTE or is_xla_clone(c.top.name),
+                  c.layers if c.layer is None else 0,
+                  c.phase in (Phase.BACKWARD, Phase.RECOMPUTE))
             for c, w in zip(group, weights, strict=True) if w]
 
 
@@ -88,6 +104,7 @@ def split_time(events: list[JoinedEvent], shares: dict[int, list[Share]], scope_
     """({key kind: {key: self ps}}, recomputed self ps) over `events`."""
     totals: dict[str, dict[str, float]] = {kind: defaultdict(float) for kind in KEYS}
     recomputed = 0.0
+    iterations = iteration_numbers(events)
     for joined in events:
         instruction = joined.instruction
         parts = shares.get(id(instruction)) or [own_share(instruction, scope_depth, prefix)]
@@ -95,10 +112,33 @@ def split_time(events: list[JoinedEvent], shares: dict[int, list[Share]], scope_
             time = joined.self_ps * share.fraction
             totals["phase"][share.phase] += time
             totals["scope"][share.scope] += time
-            totals["layer"][share.layer] += time
+            totals["layer"][scan_layer(share, iterations[id(joined)])] += time
             if share.recomputed:
                 recomputed += time
     return {kind: dict(values) for kind, values in totals.items()}, recomputed
+
+
+def iteration_numbers(events: list[JoinedEvent]) -> dict[int, int]:
+    """id(joined event) -> k: it is the k-th event (from 0, by start) of its instruction in its
+    program, run and core."""
+    grouped: dict[tuple, list[JoinedEvent]] = defaultdict(list)
+    for joined in events:
+        event = joined.event
+        grouped[(id(joined.program), event.run_id, event.plane, joined.instruction.name)].append(
+            joined)
+    numbers = {}
+    for group in grouped.values():
+        for number, joined in enumerate(sorted(group, key=lambda j: j.event.start_ps)):
+            numbers[id(joined)] = number
+    return numbers
+
+
+def scan_layer(share: Share, iteration: int) -> str:
+    """The layer key of a share's time at `iteration` (see the module docstring)."""
+    if not share.layers:
+        return share.layer
+    index = iteration % share.layers
+    return f"layer_{share.layers - 1 - index if share.reverse else index}"
 
 
 def event_labels(events: list[JoinedEvent], shares: dict[int, list[Share]], scope_depth: int,
@@ -116,6 +156,7 @@ def event_labels(events: list[JoinedEvent], shares: dict[int, list[Share]], scop
 
 def group_runs(events: list[JoinedEvent], steps: list[StepMark]) -> list[Run]:
     """The runs of a program (see the module docstring), in time order."""
+    events = one_core(events)
     if events and all(j.event.run_id is not None for j in events):
         by_run: dict[int | None, list[JoinedEvent]] = defaultdict(list)
         for joined in events:
@@ -128,3 +169,14 @@ def group_runs(events: list[JoinedEvent], steps: list[StepMark]) -> list[Run]:
     else:
         runs = [Run("trace", events)] if events else []
     return sorted(runs, key=lambda run: run.start_ps)
+
+
+def one_core(events: list[JoinedEvent]) -> list[JoinedEvent]:
+    """The events of one core where a device trace's events are on several (see the module
+    docstring); all of them otherwise."""
+    planes = Counter(j.event.plane for j in events if j.event.plane.startswith("/device:"))
+    if len(planes) <= 1:
+        return events
+    most = max(planes.values())
+    chosen = min(plane for plane, count in planes.items() if count == most)
+    return [j for j in events if j.event.plane == chosen]

@@ -2,7 +2,9 @@
 
 `load_trace` accepts
 - an `*.xplane.pb` (or `.xplane.pb.gz`) file: read with the project's XSpace schema;
-- a `*.trace.json` / `*.trace.json.gz` file: the JSON fallback (no program ids, no HLO);
+- a `*.trace.json` / `*.trace.json.gz` file: the JSON fallback (no embedded HLO); any other
+  `*.json(.gz)` is read as trace JSON too (xprof's export, a PyTorch Kineto trace: the latter
+  to be refused for what it is);
 - a folder: `hloscope profile`'s output (its `trace/`), a `jax.profiler.trace` log dir
   (`plugins/profile/<run>/`) or a run folder itself. The newest run is read; in it the XSpace
   is preferred and the trace JSON is the fallback when there is none.
@@ -21,6 +23,7 @@ from hloscope.parsers.trace.xplane import read_xplane
 
 XPLANE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 JSON_SUFFIXES = (".trace.json", ".trace.json.gz")
+ANY_JSON = (".json", ".json.gz")
 
 
 def load_trace(source: str | Path, prefer_json: bool = False) -> Trace:
@@ -32,10 +35,10 @@ def load_trace(source: str | Path, prefer_json: bool = False) -> Trace:
         path = find_trace_file(path, prefer_json)
     if path.name.endswith(XPLANE_SUFFIXES):
         return read_xplane(path)
-    if path.name.endswith(JSON_SUFFIXES):
+    if path.name.endswith(JSON_SUFFIXES + ANY_JSON):
         return read_trace_json(path)
     raise InputError(f"{path}: not a profile file: expected a name ending in "
-                     f"{', '.join(XPLANE_SUFFIXES + JSON_SUFFIXES)}")
+                     f"{', '.join(XPLANE_SUFFIXES + JSON_SUFFIXES)} (or .json, .json.gz)")
 
 
 def find_trace_file(folder: Path, prefer_json: bool = False) -> Path:

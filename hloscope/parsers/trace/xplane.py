@@ -29,25 +29,39 @@ stats there). A `ref_value` stat names another stat metadata whose name is the v
 """
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from google.protobuf.message import DecodeError
 
 from hloscope.errors import ParseError, SourceLocation
-from hloscope.model.trace import EmbeddedModule, OpEvent, StepMark, Trace
+from hloscope.model.trace import EmbeddedModule, StepMark, Trace
+from hloscope.parsers.trace.device_ops import (
+    ASYNC_OPS_LINE,
+    MODULES_LINE,
+    OPS_LINE,
+    STEPS_LINE,
+    RawEvent,
+    SpanFinder,
+    device_op,
+    int_or_none,
+    module_spans,
+    op_name,
+    program_id,
+    split_module_name,
+)
+from hloscope.parsers.trace.memory_events import memory_peaks
 from hloscope.parsers.trace.xspace_schema import xspace_class
 from hloscope.parsers.xla_memory.reading import read_bytes
 
 METADATA_PLANE = "/host:metadata"
-OPS_LINE, MODULES_LINE, STEPS_LINE = "XLA Ops", "XLA Modules", "Steps"
+TENSORFLOW_OPS_LINE = "TensorFlow Ops"  # TensorFlow's own (non-XLA) ops on a device plane
 DEVICE_NAME_STAT = "gpu_device_name"  # a GPU plane's stat: CUDA's name, "NVIDIA H100 80GB HBM3"
 STREAM_LINE_PREFIX = "Stream #"
-_MODULE_ID = re.compile(r"^(?P<name>.*)\((?P<id>\d+)\)$")
+REPLACEMENT = b"\xef\xbf\xbd"  # U+FFFD in UTF-8: what a text conversion puts for bytes >= 0x80
 _COMMAND_BUFFER = re.compile(r"^command_buffer_\d+$")
 
 
@@ -61,7 +75,7 @@ def parse_xplane(data: bytes, source: str = "<bytes>") -> Trace:
     try:
         space.ParseFromString(data)
     except DecodeError as error:
-        raise ParseError(f"not a serialized XSpace (xplane.pb): {error}",
+        raise ParseError(f"not a serialized XSpace (xplane.pb): {error}{_damage(data)}",
                          SourceLocation(source, 1, 1)) from None
     if not space.planes:
         raise ParseError("not an XSpace: no planes (is this an xplane.pb file?)",
@@ -70,9 +84,25 @@ def parse_xplane(data: bytes, source: str = "<bytes>") -> Trace:
                   warnings=[*space.errors, *space.warnings])
     for plane in space.planes:
         _read_plane(_Plane(plane), trace)
+    trace.memory_peaks.extend(memory_peaks(_Plane(p) for p in space.planes
+                                           if p.name.startswith("/host:")))
     trace.events.sort(key=lambda e: (e.start_ps, -e.duration_ps))
+    trace.async_events.sort(key=lambda e: (e.start_ps, -e.duration_ps))
     trace.steps.sort(key=lambda s: s.start_ps)
     return trace
+
+
+def _damage(data: bytes) -> str:
+    """Why a file that fails to parse is damaged, when it shows: its bytes >= 0x80 replaced by
+    U+FFFD (the file went through a text conversion, as one committed copy of xprof's own test
+    capture did; valid UTF-8 sequences in its strings survive such a conversion)."""
+    high = len(data) - len(data.translate(None, bytes(range(0x80, 0x100))))
+    replaced = data.count(REPLACEMENT)
+    if replaced >= 16 and 3 * replaced >= high // 2:
+        return (f"; the file is damaged: {3 * replaced:,} of its {high:,} bytes >= 0x80 are "
+                f"U+FFFD replacement characters ({replaced:,} x ef bf bd), as when a binary "
+                "file is saved as text: fetch the original bytes")
+    return ""
 
 
 class _Plane:
@@ -107,22 +137,28 @@ class _Plane:
 
 def _read_plane(plane: _Plane, trace: Trace) -> None:
     if plane.name == METADATA_PLANE:
-        trace.modules.extend(_embedded_modules(plane))
+        trace.modules.extend(embedded_modules(plane))
     elif plane.name.startswith("/device:"):
         _read_device_plane(plane, trace)
     else:
         _read_host_plane(plane, trace)
 
 
-def _embedded_modules(plane: _Plane) -> Iterator[EmbeddedModule]:
-    for metadata in plane.event_metadata.values():
+def embedded_modules(plane: _Plane) -> Iterator[EmbeddedModule]:
+    """The HloProtos of the metadata plane with their program ids: the `program_id` stat
+    (XLA:GPU, XLA:CPU), else the id in the name `module(id)`, else the metadata's own id
+    (libtpu: the program id as a signed 64-bit value)."""
+    for key, metadata in plane.event_metadata.items():
         stats = plane.stats(metadata.stats)
         proto = stats.get("Hlo Proto")
-        if not isinstance(proto, bytes) or "program_id" not in stats:
+        if not isinstance(proto, bytes):
             continue
-        match = _MODULE_ID.match(metadata.name)
-        name = match.group("name") if match else metadata.name
-        yield EmbeddedModule(int(stats["program_id"]), name, proto)
+        name, named_id = split_module_name(metadata.name)
+        for found in (program_id(stats.get("program_id")), named_id,
+                      program_id(metadata.id or key)):
+            if found is not None:
+                yield EmbeddedModule(found, name, proto)
+                break
 
 
 def _events(line: Any) -> Iterator[tuple[Any, int]]:
@@ -133,26 +169,24 @@ def _events(line: Any) -> Iterator[tuple[Any, int]]:
             yield event, base + event.offset_ps
 
 
+def _raw(plane: _Plane, event: Any, start: int) -> RawEvent:
+    metadata = plane.event_metadata.get(event.metadata_id)
+    return RawEvent(metadata.name if metadata is not None else "",
+                    metadata.display_name if metadata is not None else "",
+                    plane.event_stats(event), start, event.duration_ps)
+
+
 def _read_host_plane(plane: _Plane, trace: Trace) -> None:
     for line in plane.proto.lines:
         line_name = line.display_name or line.name
         for event, start in _events(line):
             stats = plane.event_stats(event)
             if "hlo_op" in stats:
-                trace.events.append(_op_event(stats, str(stats["hlo_op"]), start, event,
-                                              plane.name, line_name, None))
+                trace.events.append(device_op(_raw(plane, event, start), plane.name, line_name,
+                                              None))
             elif "step_num" in stats:
                 trace.steps.append(StepMark(int(stats["step_num"]), start, event.duration_ps,
                                             f"{plane.name} {line_name} (step_num)"))
-
-
-@dataclass(frozen=True, slots=True)
-class _ModuleSpan:
-    start_ps: int
-    end_ps: int
-    name: str
-    program_id: int | None
-    run_id: int | None
 
 
 def _read_device_plane(plane: _Plane, trace: Trace) -> None:
@@ -165,37 +199,41 @@ def _read_device_plane(plane: _Plane, trace: Trace) -> None:
             number = plane.event_stats(event).get("step_num", index)
             trace.steps.append(StepMark(int(number), start, event.duration_ps,
                                         f"{plane.name} {STEPS_LINE}"))
+    if TENSORFLOW_OPS_LINE in lines and "TensorFlow" not in trace.frameworks:
+        trace.frameworks.append("TensorFlow")
     if OPS_LINE in lines:
-        _read_ops_line(plane, lines, trace)
+        _read_ops_lines(plane, lines, trace)
     else:
         _read_stream_lines(plane, trace)
 
 
-def _read_ops_line(plane: _Plane, lines: dict[str, Any], trace: Trace) -> None:
-    spans = _module_spans(plane, lines.get(MODULES_LINE))
-    starts = [span.start_ps for span in spans]
-    for line in plane.proto.lines:
-        if line.name != OPS_LINE:
+def _read_ops_lines(plane: _Plane, lines: dict[str, Any], trace: Trace) -> None:
+    """The "XLA Ops" line's ops and the "Async XLA Ops" line's in-flight spans."""
+    modules = lines.get(MODULES_LINE)
+    spans = SpanFinder(module_spans([_raw(plane, event, start) for event, start
+                                     in _events(modules)] if modules is not None else []))
+    for line_name, into, asynchronous in ((OPS_LINE, trace.events, False),
+                                          (ASYNC_OPS_LINE, trace.async_events, True)):
+        if line_name not in lines:
             continue
-        for event, start in _events(line):
-            stats = plane.event_stats(event)
-            name = str(stats.get("hlo_op") or plane.event_name(event))
-            span = _enclosing(spans, starts, start)
-            trace.events.append(_op_event(stats, name, start, event, plane.name, line.name,
-                                          span))
+        for event, start in _events(lines[line_name]):
+            raw = _raw(plane, event, start)
+            into.append(device_op(raw, plane.name, line_name, spans.at(start), asynchronous))
 
 
 def _read_stream_lines(plane: _Plane, trace: Trace) -> None:
-    """The kernels, memcpys and memsets of a raw GPU plane (see the module docstring)."""
+    """The kernels, memcpys and memsets of a raw GPU plane (see the module docstring). One
+    without XLA's program stats (a PjRt transfer, or every kernel of TensorFlow without XLA) is
+    kept, in no program."""
     for line in plane.proto.lines:
         if not line.name.startswith(STREAM_LINE_PREFIX):
             continue
         for event, start in _events(line):
-            stats = plane.event_stats(event)
-            name, command_buffer = kernel_op_name(str(stats.get("hlo_op") or ""),
-                                                  plane.event_name(event))
-            trace.events.append(_op_event(stats, name, start, event, plane.name, line.name,
-                                          None, command_buffer))
+            raw = _raw(plane, event, start)
+            name, command_buffer = kernel_op_name(str(raw.stats.get("hlo_op") or ""),
+                                                  op_name(raw, by_hlo_op=False))
+            op = device_op(raw, plane.name, line.name, None)
+            trace.events.append(replace(op, name=name, command_buffer=command_buffer))
 
 
 def kernel_op_name(thunk: str, kernel: str) -> tuple[str, str]:
@@ -206,39 +244,4 @@ def kernel_op_name(thunk: str, kernel: str) -> tuple[str, str]:
     return (thunk if thunk and not command_buffer else kernel), command_buffer
 
 
-def _module_spans(plane: _Plane, line: Any) -> list[_ModuleSpan]:
-    if line is None:
-        return []
-    spans = []
-    for event, start in _events(line):
-        stats = plane.event_stats(event)
-        match = _MODULE_ID.match(plane.event_name(event))
-        name = match.group("name") if match else plane.event_name(event)
-        program = stats.get("program_id", match.group("id") if match else None)
-        spans.append(_ModuleSpan(start, start + event.duration_ps, name,
-                                 int_or_none(program), int_or_none(stats.get("run_id"))))
-    return sorted(spans, key=lambda s: s.start_ps)
-
-
-def _enclosing(spans: list[_ModuleSpan], starts: list[int], time: int) -> _ModuleSpan | None:
-    index = bisect.bisect_right(starts, time) - 1
-    if index >= 0 and spans[index].start_ps <= time <= spans[index].end_ps:
-        return spans[index]
-    return None
-
-
-def _op_event(stats: dict[str, Any], name: str, start: int, event: Any, plane: str, line: str,
-              span: _ModuleSpan | None, command_buffer: str = "") -> OpEvent:
-    module = stats.get("hlo_module") or (span.name if span else "")
-    program = stats.get("program_id", span.program_id if span else None)
-    run = stats.get("run_id", span.run_id if span else None)
-    return OpEvent(name=name, module=str(module), program_id=int_or_none(program),
-                   run_id=int_or_none(run), start_ps=start, duration_ps=event.duration_ps,
-                   plane=plane, line=line, command_buffer=command_buffer)
-
-
-def int_or_none(value: Any) -> int | None:
-    try:
-        return None if value is None or value == "" else int(value)
-    except (TypeError, ValueError):
-        return None
+__all__ = ["embedded_modules", "int_or_none", "kernel_op_name", "parse_xplane", "read_xplane"]
