@@ -50,6 +50,7 @@ class TraceProgram:
 class ProgramIndex:
     programs: list[TraceProgram] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    offered: list[str] = field(default_factory=list)  # what the HLO source held, for errors
 
     def match(self, event: OpEvent) -> TraceProgram | None:
         if event.program_id is not None:
@@ -133,7 +134,8 @@ def _from_user(path: Path, wanted: set[tuple[int | None, str]]) -> ProgramIndex:
 
 def _from_file(path: Path) -> ProgramIndex:
     modules = load_file(path)
-    return ProgramIndex([TraceProgram(m.name, None, m, str(path)) for m in modules])
+    return ProgramIndex([TraceProgram(m.name, None, m, str(path)) for m in modules],
+                        offered=[m.name for m in modules])
 
 
 def _from_dump(folder: Path, wanted: set[tuple[int | None, str]]) -> ProgramIndex:
@@ -159,7 +161,7 @@ def _from_dump(folder: Path, wanted: set[tuple[int | None, str]]) -> ProgramInde
         program = next(iter(trace_ids)) if len(trace_ids) == 1 else None
         programs += [TraceProgram(m.name, program, m, str(dump.path))
                      for m in load_file(dump.path)]
-    return ProgramIndex(programs)
+    return ProgramIndex(programs, offered=[f"{f.module_name} ({f.path.name})" for f in files])
 
 
 def _from_modules(modules: list[EmbeddedModule], source: str,
@@ -174,7 +176,7 @@ def _from_modules(modules: list[EmbeddedModule], source: str,
         text = module_text(decode_message("xla.HloProto", embedded.hlo_proto, origin).hlo_module)
         module = parse_lines(io.StringIO(text), origin)[0]
         programs.append(TraceProgram(embedded.name, embedded.program_id, module, EMBEDDED))
-    return ProgramIndex(programs)
+    return ProgramIndex(programs, offered=[f"{m.name} (program {m.program_id})" for m in modules])
 
 
 def _missing(index: ProgramIndex, wanted: set[tuple[int | None, str]],
@@ -185,7 +187,7 @@ def _missing(index: ProgramIndex, wanted: set[tuple[int | None, str]],
     lacking = {(program, name) for program, name in wanted
                if probe.match(_probe(program, name)) is None}
     if lacking == wanted:
-        have = ", ".join(sorted(f"{p.name} ({p.program_id})" for p in index.programs)) or "none"
+        have = ", ".join(sorted(index.offered)) or "no program"
         raise MissingHloError(
             f"{trace.source}: no program the trace ran has its HLO here: the ops ran "
             f"{describe(wanted)}; the HLO at hand holds {have}. {HLO_HINT}")

@@ -40,7 +40,7 @@ def xprof_peak_heap(xplane: Path, module: str, program_id: int | None) -> XprofM
     with tempfile.TemporaryDirectory(prefix="hloscope-xprof-") as scratch:
         copy = Path(scratch) / xplane.name.removesuffix(".gz")
         _copy(xplane, copy)
-        with _native_logs_silenced():
+        with native_logs_silenced():
             raw_to_tool_data.xspace_to_tool_names([str(copy)])
             data, _ = raw_to_tool_data.xspace_to_tool_data(
                 [str(copy)], "memory_viewer", {"module_name": name, "memory_space": "0"})
@@ -52,7 +52,7 @@ def xprof_peak_heap(xplane: Path, module: str, program_id: int | None) -> XprofM
 
 
 @contextlib.contextmanager
-def _native_logs_silenced() -> Iterator[None]:
+def native_logs_silenced() -> Iterator[None]:
     """xprof's C++ converters log to file descriptor 2 (absl); HLOSCOPE_DEBUG=1 keeps them."""
     if os.environ.get("HLOSCOPE_DEBUG"):
         yield
