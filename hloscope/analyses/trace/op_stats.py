@@ -20,7 +20,9 @@ from host memory, memory space S(5)), `data movement`, `other`.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from hloscope.analyses.trace.join import Join, JoinedEvent
 from hloscope.devices import HOST_MEMORY_SPACE
@@ -28,6 +30,7 @@ from hloscope.model.instruction import Instruction
 from hloscope.model.opcodes import OpCategory, category_of
 from hloscope.model.trace import PS_PER_US
 
+T = TypeVar("T")
 MATMUL, FUSION, COLLECTIVE, HOST_TRANSFER, DATA_MOVEMENT, OTHER = (
     "matmul/convolution", "fusion", "collective", "host transfer", "data movement", "other")
 _FUSION_KINDS = {"kLoop": "loop fusion", "kInput": "input fusion", "kOutput": "output fusion",
@@ -168,20 +171,20 @@ def _touches_host(joined: JoinedEvent) -> bool:
 
 
 def _programs(ops: list[OpStat]) -> list[ProgramTotal]:
-    grouped: dict[tuple[str, int | None], list[OpStat]] = defaultdict(list)
-    for op in ops:
-        grouped[(op.module, op.program_id)].append(op)
-    rows = [ProgramTotal(module, program, len(group), sum(o.occurrences for o in group),
-                         sum(o.self_us for o in group), sum(o.share for o in group))
-            for (module, program), group in grouped.items()]
-    return sorted(rows, key=lambda r: -r.self_us)
+    return _totals(ops, lambda op: (op.module, op.program_id), ProgramTotal)
 
 
 def _categories(ops: list[OpStat]) -> list[CategoryRow]:
-    grouped: dict[tuple[str, str], list[OpStat]] = defaultdict(list)
+    return _totals(ops, lambda op: (op.category, op.group), CategoryRow)
+
+
+def _totals(ops: list[OpStat], key: Callable[[OpStat], tuple], row: Callable[..., T]) -> list[T]:
+    """`row(*key, ops, occurrences, self µs, share)` per key of `ops`, largest first."""
+    grouped: dict[tuple, list[OpStat]] = defaultdict(list)
     for op in ops:
-        grouped[(op.category, op.group)].append(op)
-    rows = [CategoryRow(category, group, len(members), sum(o.occurrences for o in members),
-                        sum(o.self_us for o in members), sum(o.share for o in members))
-            for (category, group), members in grouped.items()]
-    return sorted(rows, key=lambda r: -r.self_us)
+        grouped[key(op)].append(op)
+    rows = [(sum(o.self_us for o in members),
+             row(*name, len(members), sum(o.occurrences for o in members),
+                 sum(o.self_us for o in members), sum(o.share for o in members)))
+            for name, members in grouped.items()]
+    return [made for _, made in sorted(rows, key=lambda pair: -pair[0])]

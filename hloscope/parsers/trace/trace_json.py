@@ -27,17 +27,8 @@ from typing import Any
 
 from hloscope.errors import ParseError, SourceLocation
 from hloscope.model.trace import PS_PER_US, StepMark, Trace
-from hloscope.parsers.trace.device_ops import (
-    MODULES_LINE,
-    OPS_LINE,
-    STEPS_LINE,
-    RawEvent,
-    SpanFinder,
-    device_op,
-    int_or_none,
-    module_spans,
-    op_name,
-)
+from hloscope.parsers.trace import device_ops as ops
+from hloscope.parsers.trace.device_ops import RawEvent, SpanFinder
 from hloscope.parsers.trace.xplane import TENSORFLOW_OPS_LINE, kernel_op_name
 from hloscope.parsers.xla_memory.reading import read_bytes
 
@@ -69,7 +60,7 @@ def parse_trace_json(data: bytes, source: str = "<bytes>") -> Trace:
     for (pid, tid), group in by_thread.items():
         plane = planes.get(pid, str(pid))
         line = lines.get((pid, tid), str(tid))
-        spans = _spans(by_thread, lines, pid) if line == OPS_LINE else None
+        spans = _spans(by_thread, lines, pid) if line == ops.OPS_LINE else None
         for event in group:
             _read_event(event, plane, line, spans, trace)
     trace.events.sort(key=lambda e: (e.start_ps, -e.duration_ps))
@@ -87,8 +78,8 @@ def _spans(by_thread: dict[tuple[Any, Any], list[dict[str, Any]]],
            lines: dict[tuple[Any, Any], str], pid: Any) -> SpanFinder:
     """The "XLA Modules" executions of process `pid` (line clock)."""
     raws = [_raw(event) for (p, t), group in by_thread.items()
-            if p == pid and lines.get((p, t)) == MODULES_LINE for event in group]
-    return SpanFinder(module_spans([raw for raw in raws if raw is not None]))
+            if p == pid and lines.get((p, t)) == ops.MODULES_LINE for event in group]
+    return SpanFinder(ops.module_spans([raw for raw in raws if raw is not None]))
 
 
 def _raw(event: dict[str, Any]) -> RawEvent | None:
@@ -131,12 +122,12 @@ def _read_event(event: dict[str, Any], plane: str, line: str, spans: SpanFinder 
         return
     args = raw.stats
     if "hlo_op" in args or (spans is not None and plane.startswith("/device:")):
-        op = device_op(raw, plane, line, spans.at(raw.start_ps) if spans else None)
+        op = ops.device_op(raw, plane, line, spans.at(raw.start_ps) if spans else None)
         name, command_buffer = kernel_op_name(str(args.get("hlo_op") or ""),
-                                              op_name(raw, by_hlo_op=False))
+                                              ops.op_name(raw, by_hlo_op=False))
         trace.events.append(replace(op, name=name, command_buffer=command_buffer))
-    elif "step_num" in args or line == STEPS_LINE:
-        number = int_or_none(args.get("step_num"))
+    elif "step_num" in args or line == ops.STEPS_LINE:
+        number = ops.int_or_none(args.get("step_num"))
         trace.steps.append(StepMark(len(trace.steps) if number is None else number,
                                     raw.start_ps, raw.duration_ps, f"{plane} {line}"))
 
