@@ -4,8 +4,9 @@ The trace and the HLO of its programs come from the loader (`loader.trace.Traced
 does xprof's peak heap of the analysed program (`TracedRun.xprof_peak_heap_bytes` runs xprof on
 the trace file): `add_xprof_figures` only sets it beside the live peak. Without a named device,
 a host-only trace is judged against the CPU's peak and a device trace against none (its device
-is unknown) unless a GPU plane names a device hloscope knows (`gpu_device_name`, CUDA's name:
-"NVIDIA H100 80GB HBM3" is the h100). The memory figures beside the timings (the export's live
+is unknown) unless its device planes name a device hloscope knows (`gpu_device_name`, CUDA's
+name: "NVIDIA H100 80GB HBM3" is the h100; libtpu's `device_type_string`: "TPU v6 Lite" is the
+v6e). The memory figures beside the timings (the export's live
 bytes, the live peak next to xprof's) are the analysed program's live peak; an unscheduled
 program has none.
 """
@@ -108,10 +109,12 @@ def _device(trace: Trace, device: str | Device | None) -> Device | None:
 
 
 def _named_by_trace(trace: Trace) -> Device | None:
-    """The known device whose CUDA name a GPU trace's planes all give, else None."""
+    """The known device whose name a device trace's planes all give (a GPU's CUDA name,
+    libtpu's `device_type_string` "TPU v6 Lite": jax's device_kind but for case), else None."""
     if len(trace.device_names) != 1:
         return None
-    found = [d for d in DEVICES.values() if d.device_kind == trace.device_names[0]]
+    named = trace.device_names[0].lower()
+    found = [d for d in DEVICES.values() if (d.device_kind or "").lower() == named]
     return found[0] if len(found) == 1 else None
 
 

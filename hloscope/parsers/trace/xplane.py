@@ -65,7 +65,9 @@ from hloscope.parsers.xla_memory.reading import read_bytes
 
 METADATA_PLANE = "/host:metadata"
 TENSORFLOW_OPS_LINE = "TensorFlow Ops"  # TensorFlow's own (non-XLA) ops on a device plane
-DEVICE_NAME_STAT = "gpu_device_name"  # a GPU plane's stat: CUDA's name, "NVIDIA H100 80GB HBM3"
+# A device plane's name of its device: a GPU's CUDA name ("NVIDIA H100 80GB HBM3"), libtpu's
+# chip ("TPU v6 Lite", jax's device_kind but for case).
+DEVICE_NAME_STATS = ("gpu_device_name", "device_type_string")
 STREAM_LINE_PREFIX = "Stream #"
 REPLACEMENT = b"\xef\xbf\xbd"  # U+FFFD in UTF-8: what a text conversion puts for bytes >= 0x80
 _COMMAND_BUFFER = re.compile(r"^command_buffer_\d+$")
@@ -196,7 +198,8 @@ def _read_host_plane(plane: _Plane, trace: Trace) -> None:
 
 
 def _read_device_plane(plane: _Plane, trace: Trace) -> None:
-    name = plane.stats(plane.proto.stats).get(DEVICE_NAME_STAT)
+    plane_stats = plane.stats(plane.proto.stats)
+    name = next((plane_stats[key] for key in DEVICE_NAME_STATS if plane_stats.get(key)), None)
     if name and name not in trace.device_names:
         trace.device_names.append(str(name))
     lines = {line.name: line for line in plane.proto.lines}

@@ -194,3 +194,10 @@ def _windows(result: TraceResult, body: str, reverse: bool) -> list[dict[str, fl
             totals[key] += joined.self_ps / 1e6
         found.append(totals)
     return found
+
+
+def test_the_chip_is_named_by_the_capture(result: TraceResult) -> None:
+    """libtpu's planes carry `device_type_string` "TPU v6 Lite" and `peak_teraflops_per_second`
+    918: the v6e, whose peak MFU is against without --device."""
+    assert result.device == "v6e"
+    assert result.peak_flops_per_s == pytest.approx(918e12)
