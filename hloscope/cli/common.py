@@ -6,8 +6,11 @@
     def command(hlo: HloInput, fmt: str, output: Path | None, force: bool) -> None:
         emit(inspect_report(inspect(hlo.load())), fmt, output, force)
 
-Text on a terminal fits its width (`terminal_width`: $COLUMNS, else the terminal's size; a pipe
-or a file is never cut); `--wide` (every command that prints a report) shows every column.
+Text is the short view by default: at most `DEFAULT_WIDTH` columns (less on a narrower terminal:
+`terminal_width`), long cells cut and columns hidden where a table is still too wide, detail
+tables and columns left out. `--details` (every command that prints a report) shows them all,
+fitting only a terminal's width (a pipe is then never cut); `--wide` shows every column and
+whole cells of the short view. A file (`-o FILE`) is never cut.
 
 `output_options` resolves the format (an explicit --format wins, else -o's suffix, else text) and
 refuses an existing -o FILE without --force before the command runs, so a long analysis never
@@ -58,31 +61,53 @@ def output_options(command: CommandFunction) -> CommandFunction:
     return checked  # type: ignore[return-value]
 
 
+DEFAULT_WIDTH = 120
+"""The most columns default text output takes, whatever the terminal or pipe."""
+
+
 def emit(report: Report, fmt: str | None, output: Path | None, force: bool) -> None:
-    """Writes `report` as `fmt` (None: inferred from `output`) to `output` or stdout; text on
-    standard output fits the terminal unless --wide."""
-    wide = click.get_current_context(silent=True) is None or _wide()
-    width = None if wide or output is not None else terminal_width()
-    write_report(report, resolve_format(fmt, output), output, force, width)
+    """Writes `report` as `fmt` (None: inferred from `output`) to `output` or stdout; text is
+    the short view unless --details (see the module's docstring)."""
+    outside_cli = click.get_current_context(silent=True) is None
+    details = outside_cli or _flag(DETAILS_KEY)
+    write_report(report, resolve_format(fmt, output), output, force,
+                 _width(outside_cli or _flag(WIDE_KEY) or output is not None, details), details)
+
+
+def _width(wide: bool, details: bool) -> int | None:
+    if wide:
+        return None
+    if details:
+        return terminal_width()
+    return min(terminal_width() or DEFAULT_WIDTH, DEFAULT_WIDTH)
 
 
 WIDE_KEY = "hloscope.wide"
+DETAILS_KEY = "hloscope.details"
 
 
 def wide_option(command: CommandFunction) -> CommandFunction:
-    """Adds --wide: text output shows every column and whole cells, whatever the terminal."""
+    """Adds --wide (text: every column and whole cells, whatever the terminal) and --details
+    (text: the detail tables and columns too)."""
+    command = _flag_option("--details", DETAILS_KEY,
+                           "Text: also show the detail (per-name tables, buffers at the peak, "
+                           "every column), fitting only a terminal's width. JSON and HTML always "
+                           "hold it.")(command)
+    return _flag_option("--wide", WIDE_KEY,
+                        f"Text: show every column and whole cells (default: fit "
+                        f"{DEFAULT_WIDTH} columns, or a narrower terminal).")(command)
 
+
+def _flag_option(name: str, key: str, text: str) -> Callable[[CommandFunction], CommandFunction]:
     def remember(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
-        ctx.meta[WIDE_KEY] = value
+        ctx.meta[key] = value
         return value
 
-    return click.option("--wide", is_flag=True, expose_value=False, callback=remember,
-                        help="Text: show every column and whole cells (default: fit the "
-                             "terminal's width).")(command)
+    return click.option(name, is_flag=True, expose_value=False, callback=remember, help=text)
 
 
-def _wide() -> bool:
-    return bool(click.get_current_context().meta.get(WIDE_KEY))
+def _flag(key: str) -> bool:
+    return bool(click.get_current_context().meta.get(key))
 
 
 def terminal_width() -> int | None:

@@ -28,7 +28,7 @@ def compare_report(result: CompareResult, top: int | None = None) -> Report:
                                  _FLOP_COLUMNS, rows, top))
     tables.append(Table("buffers", "Buffers live at the peak that appear, disappear or change "
                         "(matched by op_name and shape)", _BUFFER_COLUMNS,
-                        [c.to_dict() for c in result.buffers[:top]]))
+                        [c.to_dict() for c in result.buffers[:top]], detail=True))
     return Report(name="compare", title=f"Compare A: {result.a}  B: {result.b}",
                   summary=_summary(result), tables=tables, notes=_notes(result, top),
                   data=result.to_dict())

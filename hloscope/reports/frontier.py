@@ -51,4 +51,4 @@ def _measured_table(measured: dict[str, Any]) -> Table:
                  f"batch {measured['batch']})", [
                      Column("name", "name"), Column("bytes", "one layer kept", "bytes"),
                      Column("flops", "recompute saved per layer", "flops"),
-                     Column("hbm", "HBM traffic added per layer", "bytes")], rows)
+                     Column("hbm", "HBM traffic added per layer", "bytes")], rows, detail=True)

@@ -131,7 +131,7 @@ def spaces_table(story: MemoryStory) -> Table:
 
 def differences_table(story: MemoryStory) -> Table:
     columns = [Column("label", "difference"), Column("bytes", "bytes", "int"),
-               Column("share", "share", "int"), Column("reason", "why")]
+               Column("share", "share", "int"), Column("reason", "why", below=True)]
     rows = [{**d.to_dict(), "bytes": f"{d.bytes:+,}",
              "share": "" if d.share is None else f"{d.share:+.2%}"} for d in story.differences]
     return Table("differences", "Differences between device figures", columns, rows)
@@ -186,7 +186,8 @@ def live_table(rows: list[BufferRow], top: int | None) -> Table:
         rest = rows[len(shown):]
         table_rows.append({"name": f"({len(rest)} more)", "bytes": sum(r.bytes for r in rest),
                            "padded_bytes": sum(r.padded_bytes for r in rest)})
-    return Table("live_at_peak", "Buffers live at the peak, largest first", columns, table_rows)
+    return Table("live_at_peak", "Buffers live at the peak, largest first", columns, table_rows,
+                 detail=True)
 
 
 def _live_row(row: BufferRow) -> dict:

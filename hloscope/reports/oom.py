@@ -121,7 +121,7 @@ def around_table(diagnosis: OomDiagnosis) -> Table:
                Column("live_bytes", "live", "bytes"),
                Column("inner_peak_bytes", "inner peak", "bytes")]
     return Table("around_peak", "Steps around the peak", columns,
-                 [step.to_dict() for step in diagnosis.around_peak])
+                 [step.to_dict() for step in diagnosis.around_peak], detail=True)
 
 
 def remedy_table(diagnosis: OomDiagnosis) -> Table:

@@ -21,12 +21,12 @@ from hloscope.reports.report import Report
 
 
 def write_report(report: Report, fmt: str | OutputFormat, path: str | Path | None,
-                 force: bool = False, width: int | None = None) -> None:
+                 force: bool = False, width: int | None = None, details: bool = True) -> None:
     """Renders `report` as `fmt` to stdout (`path` None or "-") or to `path`; text fits `width`
-    columns when given (`renderers.text`)."""
+    columns when given and shows its detail only with `details` (`renderers.text`)."""
     output_format = get_format(fmt) if isinstance(fmt, str) else fmt
-    if width is not None and output_format.name == "text":
-        rendered = text.render(report, width)
+    if output_format.name == "text":
+        rendered = text.render(report, width, details)
     else:
         rendered = output_format.render(report)
     if path is None or str(path) == STDOUT:

@@ -37,12 +37,16 @@ def schema_id(report_name: str) -> str:
 class Column:
     """One table column: `key` in the row dicts (and the CSV header), `header` for humans.
     `drop` orders the columns a narrow terminal hides (higher first, then from the right; 0
-    for the rest): long descriptions before figures."""
+    for the rest): long descriptions before figures. In default text output (no `--details`)
+    a `detail` column is left out and a `below` one (a long description) is printed under the
+    table, one line per row, instead of as a column; every other format shows both."""
 
     key: str
     header: str
     kind: ColumnKind = "text"
     drop: int = 0
+    detail: bool = False
+    below: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in COLUMN_KINDS:
@@ -55,12 +59,15 @@ class Column:
 
 @dataclass(slots=True)
 class Table:
-    """A titled table; rows map column keys to raw values (a missing key is an empty cell)."""
+    """A titled table; rows map column keys to raw values (a missing key is an empty cell). A
+    `detail` table (per-name tables, buffers at the peak: long or wide) is shown in text only with
+    `--details`; the JSON document, Markdown and HTML always hold it."""
 
     name: str
     title: str
     columns: list[Column]
     rows: list[dict[str, Any]] = field(default_factory=list)
+    detail: bool = False
 
     def to_frame(self) -> pandas.DataFrame:
         """All rows as a pandas DataFrame, dtypes from the column kinds (see frames.py); a
@@ -89,7 +96,8 @@ SummaryValue = str | int | float | bool | Quantity | None
 
 @dataclass(slots=True)
 class Report:
-    """What a command shows: a human view (summary, tables, notes) and a JSON document (`data`)."""
+    """What a command shows: a human view (summary, tables, notes) and a JSON document (`data`).
+    `detail_notes` explain what only `--details` shows in text (every other format has them)."""
 
     name: str
     title: str
@@ -97,6 +105,7 @@ class Report:
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
+    detail_notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not _REPORT_NAME.fullmatch(self.name):
@@ -105,6 +114,11 @@ class Report:
     @property
     def schema(self) -> str:
         return schema_id(self.name)
+
+    @property
+    def every_note(self) -> list[str]:
+        """The notes and the detail notes: what formats without a default view show."""
+        return [*self.notes, *self.detail_notes]
 
     @property
     def primary_table(self) -> Table | None:

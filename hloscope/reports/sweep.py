@@ -15,16 +15,18 @@ _VARIANT_COLUMNS = [
     Column("fits", "fits"),
     Column("batch", "batch", "int"),
     Column("required_bytes", "memory", "bytes"),
-    Column("memory_fraction", "of capacity", "percent"),
-    Column("live_peak_bytes", "live peak", "bytes"),
-    Column("compile_seconds", "compile s", "int"),
+    Column("memory_fraction", "of capacity", "percent", detail=True),
+    Column("live_peak_bytes", "live peak", "bytes", detail=True),
+    Column("compile_seconds", "compile s", "int", detail=True),
     Column("total_flops", "FLOPs/device", "flops"),
-    Column("recompute_overhead", "recompute", "percent"),
-    Column("to_host_bytes", "offloaded", "bytes"),
+    Column("recompute_overhead", "recompute", "percent", detail=True),
+    Column("to_host_bytes", "offloaded", "bytes", detail=True),
     Column("step_seconds", "est. step s", "int"),
     Column("tokens_per_second", "tokens/s", "int"),
-    Column("reason", "reason"),
+    Column("reason", "reason", below=True),
 ]
+"""The variant table: the default text view keeps what ranks and fits them (120 columns for the
+longest built-in policy name) and prints each reason under the table; `--details` every figure."""
 _NAME_COLUMNS = [Column("variant", "variant"), Column("name", "name"),
                  Column("device_shape", "shape / device"),
                  Column("device_bytes", "bytes / device", "bytes"),
@@ -58,9 +60,10 @@ def sweep_report(result: SweepResult) -> Report:
     if result.request.search_batch:
         tables.append(Table("probes", "Batch search: every compile", _PROBE_COLUMNS,
                             [{"variant": row["variant"], **probe} for row in data["variants"]
-                             for probe in row["probes"]]))
+                             for probe in row["probes"]], detail=True))
     return Report(name="sweep", title=_title(data), summary=_summary(data), tables=tables,
-                  notes=_notes(result, data), data=data)
+                  notes=_notes(result, data), data=data,
+                  detail_notes=_names_notes(data["variants"]))
 
 
 UNKNOWN_MEMORY = "the target device's memory is not known"
@@ -85,6 +88,8 @@ def _summary(data: dict[str, Any]) -> list:
     batch = (f"searched (largest that fits, per variant), in steps of {data['batch_step']}"
              if data["search"] else _listed(grid["batch"]))
     return [
+        ("winner", repr(data["winner"]) if data["winner"] else "none: no variant fits"),
+        ("why", winner_row["reason"] if winner_row else ""),
         ("model", _model_line(data)),
         ("target", _sweep_target(data)),
         ("capacity per device", Quantity(data["capacity_bytes"], "bytes")
@@ -94,8 +99,6 @@ def _summary(data: dict[str, Any]) -> list:
         ("compiles", f"{data['compiles']} compiled, {data['cache_hits']} from the cache, "
                      f"{data['wall_seconds']:.0f} s, on the {data['executor']} executor"
                      + _retried(data)),
-        ("winner", repr(data["winner"]) if data["winner"] else "none: no variant fits"),
-        ("why", winner_row["reason"] if winner_row else ""),
     ]
 
 
@@ -159,7 +162,13 @@ def names_tables(rows: list[dict[str, Any]]) -> list[Table]:
               "source": _relative(name["source"]),
               "decision": name["decision"] or "unknown", "at_peak": _at_peak(name)}
              for row in rows for name in row.get("checkpoint_names") or []]
-    return [Table("checkpoint_names", "Checkpoint names", _NAME_COLUMNS, shown)] if shown else []
+    return ([Table("checkpoint_names", "Checkpoint names", _NAME_COLUMNS, shown, detail=True)]
+            if shown else [])
+
+
+def _names_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """NAMES_NOTE where a build recorded checkpoint names (it explains their detail table)."""
+    return [NAMES_NOTE] if any(row.get("checkpoint_names") for row in rows) else []
 
 
 def _relative(source: str) -> str:
@@ -208,8 +217,6 @@ def _sensitivity_line(row: dict[str, Any]) -> str | None:
 
 def _notes(result: SweepResult, data: dict[str, Any]) -> list[str]:
     notes = list(result.notes)
-    if any(row.get("checkpoint_names") for row in data["variants"]):
-        notes.append(NAMES_NOTE)
     notes.append("memory: the device memory XLA's buffer assignment needs (the default memory "
                  "space of its memory-usage report: what libtpu compares with the usable HBM); "
                  "live peak: hloscope's count of logical buffers live at once, a different "
@@ -261,8 +268,8 @@ def build_report(summary: BuildSummary) -> Report:
         summary=_build_summary(summary),
         tables=names_tables([{"variant": manifest["variant"],
                               **summary.figures.to_dict()}]),
-        notes=([f"error: {manifest['error']}"] if manifest["error"] else [])
-        + ([NAMES_NOTE] if summary.figures.checkpoint_names else []),
+        notes=[f"error: {manifest['error']}"] if manifest["error"] else [],
+        detail_notes=[NAMES_NOTE] if summary.figures.checkpoint_names else [],
         data=summary.to_dict(),
     )
 

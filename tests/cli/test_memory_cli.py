@@ -73,11 +73,13 @@ def test_csv_is_the_timeline_of_top_level_steps(tmp_path: Path) -> None:
 
 
 def test_text_groups_by_layer_and_sums_the_rest() -> None:
-    result = run(str(REMAT_NONE), "--by", "layer", "--top", "3")
+    result = run(str(REMAT_NONE), "--by", "layer", "--top", "3", "--details")
     assert result.exit_code == 0, result.output
     assert "Live at the peak, by layer" in result.output
     assert "layer_0" in result.output and "layer_1" in result.output
-    assert "more)" in result.output
+    assert "more)" in result.output  # the buffers at the peak: a --details table
+    title = "\nBuffers live at the peak, largest first\n"
+    assert title in result.output and title not in run(str(REMAT_NONE), "--by", "layer").output
 
 
 def test_markdown_and_scope_grouping() -> None:
@@ -146,7 +148,8 @@ def test_the_story_on_screen_names_each_figure_for_what_it_is() -> None:
     """The committed OOM build (TPU): XLA's figures under their sources' names, the dump's
     all-spaces figure never called the peak, each difference with its reason."""
     build = FIXTURES / "tpu-v5e-2x2-oom"
-    text = run(str(build)).output
+    text = run(str(build), "--details").output  # each difference's reason in its row
+    short = run(str(build)).output  # by default each reason under the table, by its label
     assert "XLA live-range peak" not in text and "all-spaces live peak" not in text
     dump = find_memory_artifacts(build / "dump").read_live_range()
     [dump_line] = [line for line in text.splitlines() if line.startswith("XLA live-range dump")]
@@ -158,6 +161,7 @@ def test_the_story_on_screen_names_each_figure_for_what_it_is() -> None:
     for row in rows.values():
         line = next(line for line in text.splitlines() if line.startswith(row["label"]))
         assert line.endswith(row["reason"]) and f"{row['bytes']:+,}" in line
+        assert f"\n  {row['label']}: {row['reason'][:40]}" in short
 
 
 def test_json_keeps_its_keys_and_adds_the_story() -> None:

@@ -42,15 +42,22 @@ def test_text_fits_columns(args: tuple[str, ...], columns: int) -> None:
     assert max(len(line) for line in lines) <= columns
 
 
-def test_wide_and_pipes_show_everything() -> None:
+def test_wide_and_details_show_everything() -> None:
     narrow = _out("oom", str(OOM), columns=80)
     wide = _out("oom", str(OOM), "--wide", columns=80)
-    piped = _out("oom", str(OOM))  # no COLUMNS, not a terminal: never cut
+    piped = _out("oom", str(OOM), "--wide")  # no COLUMNS, not a terminal: --wide is never cut
     assert wide == piped
     assert max(len(line) for line in wide.splitlines()) > 80
     assert "--wide shows" in narrow and "--wide shows" not in wide
     for header in ("predicted peak", "fits"):  # the figures stay; descriptions go first
         assert header in narrow.split("Remedies", 1)[1].splitlines()[1]
+    short = _out("oom", str(OOM))  # a pipe by default: 120 columns, the detail tables left out
+    details = _out("oom", str(OOM), "--details")  # a pipe with --details: never cut, every table
+    assert max(len(line) for line in short.splitlines()) <= 120 < max(
+        len(line) for line in details.splitlines())
+    title = "\nSteps around the peak\n"
+    assert title in details and title not in short
+    assert "--wide shows" not in details and "--details shows" in short
 
 
 def _entry_parameters(folder: Path) -> int:

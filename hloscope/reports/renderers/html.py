@@ -56,7 +56,7 @@ def report_html(report: Report, level: int = 2) -> str:
     if report.summary:
         parts.append(summary_html(report.summary))
     parts += [table_html(table, level + 1) for table in report.tables]
-    parts.append(notes_html(report.notes))
+    parts.append(notes_html(report.every_note))
     return "\n".join(part for part in parts if part)
 
 

@@ -13,8 +13,9 @@ def render(report: Report) -> str:
     if report.summary:
         blocks.append(_summary(report.summary))
     blocks.extend(_table(table) for table in report.tables)
-    if report.notes:
-        blocks.append("## Notes\n\n" + "\n".join(f"- {_inline(note)}" for note in report.notes))
+    if report.every_note:
+        blocks.append("## Notes\n\n" + "\n".join(f"- {_inline(note)}"
+                                                  for note in report.every_note))
     return "\n\n".join(blocks) + "\n"
 
 

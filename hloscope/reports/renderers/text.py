@@ -1,6 +1,10 @@
 """Plain text for terminals: a title line, the summary as aligned `key: value` lines, each table
 under its title (tabulate's "simple" style, numbers right-aligned), and notes prefixed "note:".
 
+Without `details` (the CLI's default) the page is the short view: detail tables, detail columns
+and detail notes are left out (a last line says what `--details` adds), and a `below` column (a
+long description per row) is printed under its table as `row: text` lines, not as a column.
+
 With a `width` (the terminal's, see `cli.common.terminal_width`), the page fits it: long text
 cells are cut to `TEXT_CELL` characters with an ellipsis, and if a table is still too wide its
 columns are hidden, those marked to go first (`Column.drop`, e.g. long descriptions) before the
@@ -22,14 +26,32 @@ TEXT_CELL = 40
 ELLIPSIS = "…"
 
 
-def render(report: Report, width: int | None = None) -> str:
+def render(report: Report, width: int | None = None, details: bool = True) -> str:
     blocks = [report.title]
     if report.summary:
         blocks.append(_summary(report.summary, width))
-    blocks.extend(_table(table, width) for table in report.tables)
-    if report.notes:
-        blocks.append("\n".join(_note(note, width) for note in report.notes))
+    shown = [table for table in report.tables if details or not table.detail]
+    blocks.extend(_table(table, width, details) for table in shown)
+    notes = report.every_note if details else report.notes
+    if notes:
+        blocks.append("\n".join(_note(note, width) for note in notes))
+    if not details and (more := _details_line(report, len(shown))):
+        blocks.append(_wrap(more, width, " "))
     return "\n\n".join(blocks) + "\n"
+
+
+def _details_line(report: Report, shown: int) -> str:
+    """What `--details` would add: hidden columns and tables (empty when nothing is hidden)."""
+    hidden = [table.title for table in report.tables if table.detail]
+    columns = any(column.detail for table in report.tables[:shown] if not table.detail
+                  for column in table.columns)
+    if not hidden and not columns:
+        return ""
+    parts = ["every column"] if columns else []
+    if hidden:
+        parts.append(f"{len(hidden)} more table{'s' if len(hidden) > 1 else ''}: "
+                     + ", ".join(hidden))
+    return f"(--details shows {' and '.join(parts)})"
 
 
 def _summary(summary: list[tuple[str, SummaryValue]], width: int | None) -> str:
@@ -41,29 +63,51 @@ def _summary(summary: list[tuple[str, SummaryValue]], width: int | None) -> str:
     return "\n".join(lines)
 
 
-def _table(table: Table, width: int | None) -> str:
+def _table(table: Table, width: int | None, details: bool = True) -> str:
     if not table.rows:
         return f"{table.title}\n(none)"
-    cells = [[human_cell(row.get(c.key), c.kind) for c in table.columns] for row in table.rows]
-    body = _body(table.columns, cells)
+    columns = [c for c in table.columns if details or not (c.detail or c.below)]
+    below = [] if details else [c for c in table.columns if c.below and not c.detail]
+    text = f"{table.title}\n{_fitted(columns, table.rows, width)}"
+    return "\n\n".join([text, *(_below(column, table, width) for column in below)])
+
+
+def _fitted(columns: list[Column], rows: list[dict], width: int | None) -> str:
+    """The table's body, fitted to `width` (long cells cut, then columns hidden, said under it)."""
+    cells = [[human_cell(row.get(c.key), c.kind) for c in columns] for row in rows]
+    body = _body(columns, cells)
     if width is None or _widest(body) <= width:
-        return f"{table.title}\n{body}"
-    cells = [[_cut(cell) if not c.is_numeric else cell for c, cell in zip(table.columns, row,
+        return body
+    cells = [[_cut(cell) if not c.is_numeric else cell for c, cell in zip(columns, row,
                                                                           strict=True)]
              for row in cells]
-    kept = list(range(len(table.columns)))
-    order = sorted(kept[1:], key=lambda n: (-table.columns[n].drop, -n))
-    body = _body(table.columns, cells)
+    kept = list(range(len(columns)))
+    order = sorted(kept[1:], key=lambda n: (-columns[n].drop, -n))
+    body = _body(columns, cells)
     while _widest(body) > width and order:
         kept.remove(order.pop(0))
-        body = _body([table.columns[n] for n in kept], [[row[n] for n in kept] for row in cells])
-    hidden = [c.header for n, c in enumerate(table.columns) if n not in kept]
+        body = _body([columns[n] for n in kept], [[row[n] for n in kept] for row in cells])
+    hidden = [c.header for n, c in enumerate(columns) if n not in kept]
     if hidden:
         line = (f"({len(hidden)} more column{'s' if len(hidden) > 1 else ''}: "
                 f"{', '.join(hidden)}; --wide shows every column and whole cells)")
     else:
         line = "(long cells cut; --wide shows them whole)"
-    return f"{table.title}\n{body}\n{_wrap(line, width, ' ')}"
+    return f"{body}\n{_wrap(line, width, ' ')}"
+
+
+def _below(column: Column, table: Table, width: int | None) -> str:
+    """A long description column as `row: text` lines under the table, named by its first
+    column, wrapped to `width` (never cut)."""
+    first = table.columns[0]
+    lines = [f"{column.header} ({first.header})"]
+    for row in table.rows:
+        value = row.get(column.key)
+        if value in (None, ""):
+            continue
+        line = f"  {human_cell(row.get(first.key), first.kind)}: {human_cell(value, column.kind)}"
+        lines.append(_wrap(line, width, "      "))
+    return "\n".join(lines)
 
 
 def _body(columns: list[Column], cells: list[list[str]]) -> str:

@@ -196,7 +196,8 @@ def test_every_format_is_identical_across_runs(fmt) -> None:
 
     from hloscope.cli.main import cli
 
-    args = ["compare", str(TPU_NONE), str(TPU_FULL), "--device", "v5e", "--format", fmt]
+    args = ["compare", str(TPU_NONE), str(TPU_FULL), "--device", "v5e", "--format", fmt,
+            "--details"]  # text: the buffers table too
     first, second = CliRunner().invoke(cli, args), CliRunner().invoke(cli, args)
     assert first.exit_code == 0, first.output
     assert first.output == second.output

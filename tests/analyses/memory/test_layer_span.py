@@ -107,7 +107,7 @@ def test_compiled_programs(compiled, name, spanned):
 def span_line(path: Path, text: str) -> str:
     """`hloscope memory`'s `layer loops:` line for the module `text`, written to `path`."""
     path.write_text(scoped(text))
-    shown = CliRunner().invoke(cli, ["memory", str(path)])
+    shown = CliRunner().invoke(cli, ["memory", str(path), "--wide"])  # the line unwrapped
     assert shown.exit_code == 0, shown.output
     return next(line for line in shown.output.splitlines() if line.startswith("layer loops:"))
 

@@ -125,7 +125,7 @@ def test_new_remedies_attach_their_sweep_variants_with_the_error(tmp_path: Path)
             remedy["predicted_bytes"] / 4_000_000_000 - 1)
     assert not any("without a remedy" in note for note in data["notes"])
     assert {"micro-batch:2", "micro-batch:4"} <= set(by_name)  # local batch 32: 2 fits
-    _, text = run("oom", str(OOM), "--sweep", str(tmp_path))
+    _, text = run("oom", str(OOM), "--sweep", str(tmp_path), "--details")  # every column
     line = next(line for line in text.splitlines() if "remat:offload_carries" in line)
     error = by_name["remat:offload_carries"]["prediction_error"]
     assert f"{error * 100:.1f}%" in line and "error" in text
