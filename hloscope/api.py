@@ -233,6 +233,7 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
     from hloscope.analyses.trace.run import (
         add_measured_memory,
         add_memory_profile,
+        add_model_check,
         add_xprof_figures,
         analyse_traced,
         chrome_trace_of,
@@ -249,6 +250,7 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
                                                                  result.program_id)
         add_xprof_figures(result, traced, heap, missing)
     add_memory_profile(result, traced)
+    add_model_check(result, traced)
     add_measured_memory(result, traced)
     if export is not None:
         import json

@@ -38,6 +38,7 @@ from hloscope.analyses.trace.join import (
     join_events,
     unjoined_reason,
 )
+from hloscope.analyses.trace.model_check import ModelCheck
 from hloscope.analyses.trace.op_stats import OpStats, op_stats
 from hloscope.analyses.trace.timing import (
     event_labels,
@@ -121,6 +122,7 @@ class TraceResult(Rendered):
     warnings: list[str] = field(default_factory=list)
     scope_prefix: str = ""
     op_stats: OpStats | None = None  # every program's ops over the capture (xprof's hlo_stats)
+    model_check: ModelCheck | None = None  # measured vs the per-op step model (run.py sets it)
     extra: dict = field(default_factory=dict)  # figures added by the CLI (xprof's peak heap)
     joined: list[JoinedEvent] = field(default_factory=list, repr=False)  # not in JSON
     labels: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)  # not in JSON

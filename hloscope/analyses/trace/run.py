@@ -67,6 +67,19 @@ def add_memory_profile(result: TraceResult, traced: TracedRun) -> None:
         result.extra["live_peak_bytes"] = analysed.peak_bytes if analysed else None
 
 
+def add_model_check(result: TraceResult, traced: TracedRun) -> None:
+    """Measured per-op time beside the per-op step model's (`model_check`), in
+    `result.model_check`; nothing where the device is unknown or has no calibration table."""
+    from hloscope.analyses.trace.model_check import model_check
+
+    device = get_device(result.device) if result.device else None
+    if device is None or result.op_stats is None:
+        return
+    result.model_check = model_check(traced.programs, result.op_stats,
+                                     traced.trace.async_events, device, result.module_name,
+                                     result.step_times_us)
+
+
 def add_measured_memory(result: TraceResult, traced: TracedRun) -> None:
     """What the `hloscope profile` run measured, beside XLA's figure for its step, in
     `result.extra`: the device allocator's peak (`memory_stats()`: the state and batch

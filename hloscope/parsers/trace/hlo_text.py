@@ -8,9 +8,11 @@ Printed: shapes with layouts, operands, the schedule's instruction order (`is_sc
 `input_output_alias`, called computations under the keys XLA prints for each opcode, `metadata`
 (op_type, op_name, source file and line), `backend_config` (so `known_trip_count` is seen),
 `dimensions`, `index`, `direction`, `slice`, `dynamic_slice_sizes`, `window`, dot dimension
-numbers, gather and scatter dimension numbers and slice sizes, fusion `kind` and
-`custom_call_target`. Not printed (not declared in the schema): literals (constants print as
-`constant({...})`), convolution dimension numbers, shardings, replica groups. A program that
+numbers, gather and scatter dimension numbers and slice sizes, fusion `kind`,
+`custom_call_target`, and a collective's `channel_id`, `replica_groups` (explicit, or iota as
+`[G,S]<=[dims]T(perm)`, from whichever field the writer used) and `use_global_device_ids`. Not
+printed (not declared in the schema): literals (constants print as `constant({...})`),
+convolution dimension numbers, shardings. A program that
 needs them (a convolution's FLOPs) should be read from its dump (`--hlo`). The test suite
 checks that FLOPs per phase and the memory timeline of the printed module equal those of XLA's
 own text dump of the same program.
@@ -120,6 +122,7 @@ def _attributes(proto: Any) -> Iterator[str]:
         yield from _scatter_dimensions(proto)
     if proto.custom_call_target:
         yield f"custom_call_target={json.dumps(proto.custom_call_target)}"
+    yield from _collective(proto)
     yield from _metadata(proto.metadata)
     if proto.backend_config:
         yield f"backend_config={_backend_config(proto.backend_config)}"
@@ -157,6 +160,39 @@ def _dimension_numbers(numbers: Any, names: tuple[str, ...],
     for name in names + (batching if getattr(numbers, batching[0]) else ()):
         value = getattr(numbers, name)
         yield f"{name}={value}" if isinstance(value, int) else f"{name}={_braces(value)}"
+
+
+def _collective(proto: Any) -> Iterator[str]:
+    """channel_id, replica_groups and use_global_device_ids as XLA prints them."""
+    if proto.channel_id:
+        yield f"channel_id={proto.channel_id}"
+    groups = _replica_groups(proto)
+    if groups is not None:
+        yield f"replica_groups={groups}"
+    if proto.use_global_device_ids:
+        yield "use_global_device_ids=true"
+
+
+def _replica_groups(proto: Any) -> str | None:
+    """The groups from the instruction's iota list (newer XLA), its device list's iota list
+    (older libtpu) or explicit groups (in the device list or the instruction)."""
+    device_list = proto.collective_device_list
+    for iota in (proto.iota_collective_device_list, device_list.iota_replica_group_list):
+        if iota.num_replica_groups:
+            return _iota(iota)
+    explicit = device_list.replica_groups or proto.replica_groups
+    if not explicit:
+        return None
+    return "{" + ",".join(_braces(group.replica_ids) for group in explicit) + "}"
+
+
+def _iota(iota: Any) -> str:
+    """`[G,S]<=[dims]`, with `T(perm)` unless the permutation is the identity."""
+    dims, perm = list(iota.iota_reshape_dims), list(iota.iota_transpose_perm)
+    text = f"[{iota.num_replica_groups},{iota.num_devices_per_group}]<=[{','.join(map(str, dims))}]"
+    if perm and perm != sorted(perm):
+        text += f"T({','.join(map(str, perm))})"
+    return text
 
 
 def _window(window: Any) -> str:

@@ -201,3 +201,53 @@ def test_the_chip_is_named_by_the_capture(result: TraceResult) -> None:
     918: the v6e, whose peak MFU is against without --device."""
     assert result.device == "v6e"
     assert result.peak_flops_per_s == pytest.approx(918e12)
+
+
+def _raw_lines(line_name: str) -> list[tuple[str, int]]:
+    """(event metadata name, duration ps) of TPU:0's line `line_name`, read with the XSpace
+    schema alone."""
+    from hloscope.parsers.trace.xspace_schema import xspace_class
+
+    space = xspace_class()()
+    space.ParseFromString(wild(TPU).read_bytes())
+    plane = next(p for p in space.planes if p.name == "/device:TPU:0")
+    line = next(line for line in plane.lines if line.name == line_name)
+    return [(plane.event_metadata[e.metadata_id].name, e.duration_ps) for e in line.events]
+
+
+def test_measured_ops_beside_the_step_model(result: TraceResult) -> None:
+    """Measured: an op's mean self time (xprof's figure over its occurrences), a host
+    transfer's start its mean in-flight span on the Async XLA Ops line; the step: the median of
+    jit_f's XLA Modules events on TPU:0. Predicted: the model's own figure, ratio its quotient."""
+    import statistics
+
+    check = result.model_check
+    assert check is not None and check.device == "v6e" and check.module == "jit_f"
+    modules = [d for name, d in _raw_lines("XLA Modules") if name.startswith("jit_f(")]
+    assert check.step_measured_s == pytest.approx(statistics.median(modules) / 1e12, rel=1e-3)
+    rows = {(r.module, r.op): r for r in check.ops}
+    assert rows[("jit_broadcast_in_dim", "broadcast.2")].measured_us == pytest.approx(4443.766,
+                                                                                     abs=1e-3)
+    spans: dict[str, list[int]] = defaultdict(list)
+    for name, duration in _raw_lines("Async XLA Ops"):
+        spans[name.split(" =")[0].lstrip("%")].append(duration)
+    for op, durations in spans.items():
+        row = rows[("jit_f", op)]
+        assert row.measured_as.startswith("in flight")
+        assert row.measured_us == pytest.approx(statistics.fmean(durations) / 1e6)
+    assert all(r.ratio == pytest.approx(r.predicted_us / r.measured_us) for r in check.ops)
+    assert {r.op for r in check.ops if r.module == "jit_f"} >= {"broadcast_add_fusion"}
+
+
+def test_embedded_collectives_print_their_groups_as_libtpu_does() -> None:
+    """The all-reduce's channel, replica groups and global ids in the printed HloProto equal
+    libtpu's own text of it (the event's name)."""
+    import re
+
+    text = next(name for name, _ in _raw_lines("XLA Ops") if name.startswith("%all-reduce"))
+    embedded = next(m for m in read_xplane(wild(TPU)).modules if m.name == "jit__psum")
+    proto = decode_message("xla.HloProto", embedded.hlo_proto, "<capture>").hlo_module
+    printed = next(line for line in module_text(proto).splitlines() if "all-reduce(" in line)
+    for key in ("channel_id", "replica_groups", "use_global_device_ids"):
+        pattern = rf"{key}=([^ ,]+(?:,[^ ,=]+)*)"
+        assert re.search(pattern, printed).group(1) == re.search(pattern, text).group(1), key
