@@ -3,7 +3,7 @@
 Both readers hand each event of a device plane's "XLA Ops", "Async XLA Ops" and "XLA Modules"
 lines here as a `RawEvent` (its name, display name, merged stats and line-clock times); this
 module says which op it is, of which program and run, and when it ran. The spellings, by writer
-(docs/trace.md, "What each writer puts where", has the table):
+(docs/trace-captures.md, "What each writer puts where", has the table):
 
 - **op name**: the `hlo_op` stat (XLA:CPU, XLA:GPU); else, where the event's `name` is the
   whole instruction text (libtpu: `%copy-done.4 = f32[...] copy-done(...)`), the `%name` it

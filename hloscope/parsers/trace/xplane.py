@@ -1,6 +1,6 @@
 """Reading an XSpace (`<host>.xplane.pb`, what `jax.profiler.trace` writes) into a `Trace`.
 
-What is read (docs/trace.md has the table of what each writer puts where):
+What is read (docs/trace-captures.md has the table of what each writer puts where):
 
 - **Host planes** (`/host:CPU`): every event carrying an `hlo_op` stat is an executed HLO op;
   `hlo_module`, `program_id` and `run_id` come with it. Events with a `step_num` stat
