@@ -1,5 +1,6 @@
 """`hloscope trace` against xprof on a capture: per-op and per-program self time, op counts,
-categories and the memory profile's peak, side by side.
+categories and the memory profile's peak, side by side; then the measured ops beside the per-op
+step model.
 
 xprof's converter (`xprof.convert.raw_to_tool_data`, tools hlo_stats, op_profile,
 memory_profile; `pip install 'hloscope[xprof]'`) is the reference; hloscope reads the same file
@@ -56,7 +57,23 @@ def main(capture: Path) -> int:
           f"{result.module_name}: {result.extra.get('live_peak_bytes') or 0:,} B")
     print("\ncategories (hloscope): " + ", ".join(
         f"{c.category} [{c.group}] {c.self_us / 1e6:,.2f} s" for c in stats.categories))
+    _model_check(result)
     return 0
+
+
+def _model_check(result) -> None:
+    """The measured ops beside the per-op step model (where the capture's device is known)."""
+    check = result.model_check
+    if check is None:
+        print("\nno step-model check: the device is unknown or has no calibration")
+        return
+    print(f"\nmeasured vs the step model on {check.device}: {check.module} step "
+          f"{check.step_measured_s or 0:.3f} s measured, {check.step_predicted_s:.3f} s predicted")
+    print(f"{'program':<22} {'op':<24} {'kind':<16} {'measured µs':>14} {'predicted µs':>14} "
+          f"{'ratio':>7}  measured as")
+    for row in check.ops:
+        print(f"{row.module:<22.22} {row.op:<24.24} {row.kind:<16.16} {row.measured_us:>14,.1f} "
+              f"{row.predicted_us:>14,.1f} {row.ratio:>7.3f}  {row.measured_as}")
 
 
 def _line(name: str, ours: float, theirs: float | None) -> str:
