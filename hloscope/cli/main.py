@@ -1,7 +1,9 @@
 """The `hloscope` click group, and the mapping from errors to exit codes.
 
 Exit codes: 0 ok; 1 a check failed; 2 usage error (click's and ours); 3 input missing or
-unreadable; 4 input malformed; 5 an optional dependency missing (jax for a compile); 70
+unreadable; 4 input malformed; 5 an optional dependency missing (jax for a compile); 6 a
+profile with no XLA program (TensorFlow without XLA, PyTorch); 7 a profile whose programs' HLO
+is not at hand (`trace` names them); 70
 internal error (EX_SOFTWARE from sysexits.h: a bug in hloscope, not in the input); 130
 interrupted; 141 stdout closed early (`hloscope ... | head`).
 
@@ -114,7 +116,8 @@ def cli() -> None:
 
     Commands that read HLO accept an HLO text file, a .gz file, an XLA dump folder or - for
     standard input. Exit codes: 0 ok, 1 check failed, 2 usage error, 3 input missing,
-    4 input malformed, 5 a dependency missing (pip install 'hloscope[tpu]' for compiles).
+    4 input malformed, 5 a dependency missing (pip install 'hloscope[tpu]' for compiles),
+    6 a profile with no XLA program, 7 a profile whose programs' HLO is not at hand.
     """
 
 
