@@ -10,7 +10,9 @@ the wall time and the seconds until the first line on stderr (the start line: ho
 is silent) are recorded; the test command (`python -m pytest -q`, the README's) is timed whole.
 Each figure is the median of `--runs` runs. The report -- machine, load, versions, every sample
 and the medians -- goes to `--out` (default benchmarks/results/readme_timings.txt) and the last
-cold run's output, the README's sample, to readme_main_job.txt beside it. `--short` checks the
+cold run's output, the README's sample, to readme_main_job.txt beside it; the same command with
+`--details` (every column and the per-name table), run once more on that run's cache, to
+readme_main_job_details.txt. `--short` checks the
 script itself in a minute: a two-variant tiny sweep on the CPU and one small test file, written
 to benchmarks/_generated/ unless --out says otherwise.
 """
@@ -93,15 +95,18 @@ def timed(command: list[str], env: dict[str, str]) -> Run:
     return Run(seconds, first[0] if first else None, code, stdout)
 
 
-def measure_main(arguments: list[str], runs: int) -> tuple[Measure, Measure]:
+def measure_main(arguments: list[str], runs: int) -> tuple[Measure, Measure, str]:
+    """The cold and cached measures, and the `--details` output of the last run's cache."""
     command = [sys.executable, "-m", "hloscope", *arguments]
     cold, cached = Measure("main job, cold cache", command), Measure("main job, cached", command)
+    details = ""
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="hloscope-readme-timing-") as cache:
             env = {**os.environ, "HLOSCOPE_CACHE_DIR": cache}
             cold.runs.append(timed(command, env))
             cached.runs.append(timed(command, env))
-    return cold, cached
+            details = timed([*command, "--details"], env).stdout
+    return cold, cached, details
 
 
 def measure_tests(paths: list[str], runs: int) -> Measure:
@@ -172,9 +177,11 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     measures: list[Measure] = []
     if args.only in (None, "main"):
-        cold, cached = measure_main(SHORT_MAIN if args.short else readme_main_job(), args.runs)
+        cold, cached, details = measure_main(SHORT_MAIN if args.short else readme_main_job(),
+                                             args.runs)
         measures += [cold, cached]
         (out.parent / "readme_main_job.txt").write_text(cold.runs[-1].stdout)
+        (out.parent / "readme_main_job_details.txt").write_text(details)
     if args.only in (None, "tests"):
         measures.append(measure_tests(SHORT_TESTS if args.short else [], args.runs))
     text = report(measures, args.runs)

@@ -115,8 +115,8 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
     that fits; every other row says why it lost. Builds are cached by content, so a repeated
     (or interrupted) sweep compiles only what is missing. Exit status 1 when nothing fits.
     Progress goes to stderr: a start line, each compile as it ends, a summary (--quiet: none).
-    With --step FILE.py:make_step the variants are of your own train step (README: your own
-    model).
+    With --step FILE.py:make_step the variants are of your own train step
+    (docs/own-model.md).
     """
     if search == "frontier":
         return _frontier(model or "", config, grid, target, xla_flags, executor, jobs, retries,

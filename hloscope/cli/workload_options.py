@@ -84,7 +84,7 @@ def _model_options(command: CommandFunction, grid: bool, step: bool = False) -> 
         click.option("--step", "step", default=None, metavar="FILE.py:FUNCTION",
                      help="Your own train step instead of a preset: a factory make_step(remat"
                           "[, layers]) returning (step_fn, args[, jit_kwargs]), as FILE.py:name "
-                          "or module:name (README: your own model). --batch/--seq/--mesh/"
+                          "or module:name (docs/own-model.md). --batch/--seq/--mesh/"
                           "--tensor/--compute-dtype reach it as remat.batch, remat.seq_len, "
                           "remat.mesh.")]
     options = [

@@ -41,7 +41,7 @@ def run_example(name: str, out: Path | None, *args: str, cwd: Path = REPO) -> st
 
 @pytest.mark.compile
 def test_quickstart_writes_its_report(tmp_path: Path) -> None:
-    """Run as the README runs it: no OUT_DIR, so the page goes to a new temporary folder (the
+    """Run as docs/api.md runs it: no OUT_DIR, so the page goes to a new temporary folder (the
     printed path), never into the current folder."""
     cwd = tmp_path / "cwd"
     cwd.mkdir()

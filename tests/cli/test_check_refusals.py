@@ -1,5 +1,5 @@
 """issue 21, item 5: `check` refuses a gate that checks nothing, and a baseline of another
-backend unless --allow-backend-change (exit 2, the README's usage-error code).
+backend unless --allow-backend-change (exit 2, the usage-error code of docs/commands.md).
 
 Truth: the fixtures' backends are known from their folders (cpu/ and tpu-v5e-2x2/).
 """

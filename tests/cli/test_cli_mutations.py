@@ -1,6 +1,6 @@
 """No input makes a command crash (exit 70): mutated real modules, baselines and manifests through
 every command that reads them (click's CliRunner) and through the API. Every exit code is one the
-README documents, and a malformed-input error (exit 4) names file:line:col."""
+docs (docs/commands.md) document, and a malformed-input error (exit 4) names file:line:col."""
 from __future__ import annotations
 
 import random

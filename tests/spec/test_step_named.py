@@ -1,5 +1,5 @@
 """A user step's `names:` policies (no jax): the stored form, the explicit form the compile child
-reads, and the refusals. Truth: the grammar's rules as the README states them (later items
+reads, and the refusals. Truth: the grammar's rules as docs/own-model.md states them (later items
 override earlier ones, `*` every name, names case-sensitive)."""
 from __future__ import annotations
 
