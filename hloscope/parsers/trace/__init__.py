@@ -1,5 +1,7 @@
 """Profiler traces: XSpace (`*.xplane.pb`, read with the project's own schema) and the trace
-JSON fallback, into `hloscope.model.trace.Trace`; the HLO of the programs a trace ran.
+JSON fallback (jax's own, xprof's export), into `hloscope.model.trace.Trace`; the HLO of the
+programs a trace ran. `device_ops` reads an op event however XLA:CPU, XLA:GPU, libtpu and
+xprof's export spell it (docs/trace-captures.md); `memory_events` the allocators' peak.
 
     trace = load_trace("profile_dir/")          # newest run; XSpace preferred
     programs = trace_programs(trace, hlo=None)  # --hlo, else the dump beside, else embedded
