@@ -151,7 +151,8 @@ def analyze_trace(trace: Trace, index: ProgramIndex, device: Device | None = Non
               or c.cost.transcendentals]
     prefix = common_scope_prefix(costed)
     shares = instruction_shares(all_charges, scope_depth, prefix)
-    times, recomputed = split_time(mine, shares, scope_depth, prefix)
+    per_run = executions_per_run(analysis)
+    times, recomputed = split_time(mine, shares, scope_depth, prefix, per_run, trace.steps)
     runs = group_runs(mine + unjoined, trace.steps)
     static = flops(analysis, scope_depth, charged=costed)
     rematted = remat(analysis, charged=costed, scope_depth=scope_depth)
@@ -167,14 +168,13 @@ def analyze_trace(trace: Trace, index: ProgramIndex, device: Device | None = Non
         op_time_us=op_ps / PS_PER_US, remat_time_share=recomputed / op_ps if op_ps else 0.0,
         flops_per_step=static.total.flops, recompute_flops_per_step=recompute_flops,
         **figures,
-        by_op=_op_rows(mine, executions_per_run(analysis), op_ps),
+        by_op=_op_rows(mine, per_run, op_ps),
         by_phase=_time_rows(times["phase"], op_ps, phase_flops, len(runs)),
         by_scope=_time_rows(times["scope"], op_ps),
         by_layer=_time_rows(times["layer"], op_ps),
         programs=_program_rows(joined, program),
         **_unmatched(unjoined, op_ps),
-        count_mismatches=_count_mismatches(one_core(mine), executions_per_run(analysis),
-                                           len(runs)),
+        count_mismatches=_count_mismatches(one_core(mine), per_run, len(runs)),
         warnings=[*trace.warnings, *index.warnings], scope_prefix="/".join(prefix),
         op_stats=op_stats(joined),
         joined=mine, labels=event_labels(mine, shares, scope_depth, prefix))

@@ -11,8 +11,9 @@ charges (a `while`'s own bookkeeping) keeps its time under its own op_name's key
 **Layers inside scans.** A scanned layer stack is one `while` whose body serves every layer
 (`Charge.layers`: the layer loops' trip counts multiplied); its op_name names no layer. The
 measured events tell the layers apart: the k-th event of a body instruction in one run on one
-core is iteration k, so its time goes to `layer_{k mod L}`, or `layer_{L-1-(k mod L)}` where
-the work is the backward pass or its recomputation (JAX transposes a scan into one running in
+core is iteration k (an op that runs as several events, a memset and a kernel, counts its
+events per execution as one), so its time goes to `layer_{k mod L}`, or `layer_{L-1-(k mod L)}`
+where the work is the backward pass or its recomputation (JAX transposes a scan into one running in
 reverse). This assumes the layer loop is the innermost loop around the op, as in JAX's
 scanned stacks; where no layer count is known the time stays under `<while> (loop body)`.
 
@@ -26,6 +27,7 @@ carry different `run_id`s on different cores.)
 """
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -100,11 +102,14 @@ def own_share(instruction: Instruction, scope_depth: int, prefix: tuple[str, ...
 
 
 def split_time(events: list[JoinedEvent], shares: dict[int, list[Share]], scope_depth: int,
-               prefix: tuple[str, ...]) -> tuple[dict[str, dict[str, float]], float]:
-    """({key kind: {key: self ps}}, recomputed self ps) over `events`."""
+               prefix: tuple[str, ...], executions: dict[str, int] | None = None,
+               steps: list[StepMark] | None = None,
+               ) -> tuple[dict[str, dict[str, float]], float]:
+    """({key kind: {key: self ps}}, recomputed self ps) over `events`; `executions` (per run,
+    by instruction) and `steps` number a scan's iterations (`iteration_numbers`)."""
     totals: dict[str, dict[str, float]] = {kind: defaultdict(float) for kind in KEYS}
     recomputed = 0.0
-    iterations = iteration_numbers(events)
+    iterations = iteration_numbers(events, executions or {}, steps or [])
     for joined in events:
         instruction = joined.instruction
         parts = shares.get(id(instruction)) or [own_share(instruction, scope_depth, prefix)]
@@ -118,18 +123,25 @@ def split_time(events: list[JoinedEvent], shares: dict[int, list[Share]], scope_
     return {kind: dict(values) for kind, values in totals.items()}, recomputed
 
 
-def iteration_numbers(events: list[JoinedEvent]) -> dict[int, int]:
-    """id(joined event) -> k: it is the k-th event (from 0, by start) of its instruction in its
-    program, run and core."""
+def iteration_numbers(events: list[JoinedEvent], executions: dict[str, int],
+                      steps: list[StepMark]) -> dict[int, int]:
+    """id(joined event) -> k: the event is in the k-th execution (from 0, by start) of its
+    instruction in its program, run and core. A run is the events' `run_id`, else the step mark
+    they start in (raw GPU traces have no run ids). An instruction with a whole number of events
+    per execution (a fusion run as a memset and a kernel) counts that many as one execution."""
     grouped: dict[tuple, list[JoinedEvent]] = defaultdict(list)
+    starts = [mark.start_ps for mark in steps]
     for joined in events:
         event = joined.event
-        grouped[(id(joined.program), event.run_id, event.plane, joined.instruction.name)].append(
-            joined)
+        run = event.run_id if event.run_id is not None else \
+            bisect.bisect_right(starts, event.start_ps)
+        grouped[(id(joined.program), run, event.plane, joined.instruction.name)].append(joined)
     numbers = {}
-    for group in grouped.values():
+    for (_, _, _, name), group in grouped.items():
+        expected = executions.get(name, 0)
+        per = len(group) // expected if expected and len(group) % expected == 0 else 1
         for number, joined in enumerate(sorted(group, key=lambda j: j.event.start_ps)):
-            numbers[id(joined)] = number
+            numbers[id(joined)] = number // max(per, 1)
     return numbers
 
 
