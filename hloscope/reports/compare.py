@@ -51,8 +51,8 @@ def _key_table(name: str, title: str, key: str, columns: list[Column], rows: lis
 
 
 def _summary(result: CompareResult) -> list:
-    summary: list = [("A", result.a), ("B", result.b),
-                     ("differences", "yes" if result.differs else "none")]
+    summary: list = [("differences", "yes" if result.differs else "none"),  # the verdict first
+                     ("A", result.a), ("B", result.b)]
     if result.peak_a is not None and result.peak_b is not None:
         summary += [("peak of A", _place(result.peak_a)), ("peak of B", _place(result.peak_b))]
     return summary

@@ -57,7 +57,7 @@ def test_build_step_lists_checkpoint_names_as_jax_decides(tmp_path):
         (flax_step.LAYERS, flax_step.LAYERS * hidden["bytes"])]
     assert names["activated"]["at_peak"] is None  # recomputed: no buffer across the step
     shown = _cli("build", "--step", STEP, "--target", "cpu", "--policy", "dots_saveable",
-                 "-o", str(tmp_path / "again"))
+                 "-o", str(tmp_path / "again"), "--details")  # the names table: a detail
     assert "Checkpoint names" in shown.stdout and "(4 layers)" in shown.stdout
 
 
