@@ -14,7 +14,10 @@ it runs (on CPU its thunk runs the body's thunks, possibly on other threads). It
 its duration minus the time covered by the union of its children: events of the same program
 and run, in a computation it calls, that start inside it. Other events' self time is their
 duration. Summed self time is what the device spent in ops; it can exceed the wall time, as
-ops run on several threads at once.
+ops run on several threads at once. On a device plane's line (TPU and GPU "XLA Ops") events
+run one at a time and a `while` encloses its body's events on the same line: there, as xprof
+counts it, an event's self time is its duration less its directly nested events' (found by
+time alone, so it holds for events no HLO joins too).
 
 **Executions.** How many times one run of the program executes an instruction: 1 in the entry
 computation, times the trip count inside a loop body (trip count + 1 in its condition), nested
@@ -32,6 +35,7 @@ from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
 from hloscope.model.opcodes import SYNC_CALLERS
 from hloscope.model.trace import OpEvent
+from hloscope.parsers.trace.device_ops import OPS_LINE
 from hloscope.parsers.trace.programs import ProgramIndex, TraceProgram
 
 
@@ -77,8 +81,35 @@ def join_events(events: list[OpEvent], index: ProgramIndex) -> Join:
         computation, instruction = found if found else ("", None)
         joined.events.append(JoinedEvent(event, program, computation, instruction,
                                          event.duration_ps))
-    _apply_self_times(joined.matched)
+    _nested_self_times([j for j in joined.events if on_device_line(j.event)])
+    _apply_self_times([j for j in joined.matched if not on_device_line(j.event)])
     return joined
+
+
+def on_device_line(event: OpEvent) -> bool:
+    """Whether the event is on a device plane's "XLA Ops" line (not a raw GPU stream line:
+    kernels there are timed whole)."""
+    return event.plane.startswith("/device:") and event.line == OPS_LINE
+
+
+def _nested_self_times(events: list[JoinedEvent]) -> None:
+    """Each event's self time less its direct children's on the same line (see the module
+    docstring)."""
+    by_line: dict[tuple[str, str], list[JoinedEvent]] = defaultdict(list)
+    for joined in events:
+        by_line[(joined.event.plane, joined.event.line)].append(joined)
+    for group in by_line.values():
+        group.sort(key=lambda j: (j.event.start_ps, -j.event.duration_ps))
+        open_events: list[JoinedEvent] = []
+        for joined in group:
+            event = joined.event
+            while open_events and open_events[-1].event.end_ps <= event.start_ps:
+                open_events.pop()
+            if open_events:
+                parent = open_events[-1]
+                inside = min(event.end_ps, parent.event.end_ps) - event.start_ps
+                parent.self_ps = max(parent.self_ps - inside, 0)
+            open_events.append(joined)
 
 
 def kernel_name(instruction_name: str) -> str:

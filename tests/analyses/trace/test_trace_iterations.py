@@ -44,3 +44,16 @@ def test_backward_work_runs_the_layers_in_reverse() -> None:
     assert [scan_layer(forward, k) for k in (0, 3, 5)] == ["layer_0", "layer_3", "layer_1"]
     assert [scan_layer(backward, k) for k in (0, 3)] == ["layer_3", "layer_0"]
     assert scan_layer(named, 2) == "layer_7"
+
+
+def test_on_a_device_line_a_parent_loses_its_nested_events() -> None:
+    """A TPU while [0,100) over its body [10,30) and [40,70), with a fusion [45,55) nested in
+    the second: self times 50, 20, 20, 10 (xprof's rule: less the direct children)."""
+    from hloscope.analyses.trace.join import join_events
+    from hloscope.parsers.trace.programs import ProgramIndex
+
+    events = [OpEvent(name, "jit_step", 1, 1, start, end - start, "/device:TPU:0", "XLA Ops")
+              for name, start, end in (("while", 0, 100), ("a", 10, 30), ("b", 40, 70),
+                                       ("c", 45, 55))]
+    joined = join_events(events, ProgramIndex([]))
+    assert [j.self_ps for j in joined.events] == [50, 20, 20, 10]
