@@ -10,7 +10,7 @@ Text is the short view by default: at most `DEFAULT_WIDTH` columns (less on a na
 `terminal_width`), long cells cut and columns hidden where a table is still too wide, detail
 tables and columns left out. `--details` (every command that prints a report) shows them all,
 fitting only a terminal's width (a pipe is then never cut); `--wide` shows every column and
-whole cells of the short view. A file (`-o FILE`) is never cut.
+whole cells of the short view. A file (`-o FILE`) holds everything, never cut.
 
 `output_options` resolves the format (an explicit --format wins, else -o's suffix, else text) and
 refuses an existing -o FILE without --force before the command runs, so a long analysis never
@@ -68,10 +68,10 @@ DEFAULT_WIDTH = 120
 def emit(report: Report, fmt: str | None, output: Path | None, force: bool) -> None:
     """Writes `report` as `fmt` (None: inferred from `output`) to `output` or stdout; text is
     the short view unless --details (see the module's docstring)."""
-    outside_cli = click.get_current_context(silent=True) is None
-    details = outside_cli or _flag(DETAILS_KEY)
+    whole = click.get_current_context(silent=True) is None or output is not None  # a file
+    details = whole or _flag(DETAILS_KEY)
     write_report(report, resolve_format(fmt, output), output, force,
-                 _width(outside_cli or _flag(WIDE_KEY) or output is not None, details), details)
+                 _width(whole or _flag(WIDE_KEY), details), details)
 
 
 def _width(wide: bool, details: bool) -> int | None:

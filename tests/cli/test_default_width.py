@@ -83,6 +83,13 @@ def test_a_wider_terminal_still_gets_120_columns_and_details_get_more() -> None:
     assert widest(short) <= WIDTH < widest(details) <= 250
 
 
+def test_a_text_file_holds_everything(tmp_path: Path) -> None:
+    invoke("oom", str(OOM), "-o", str(tmp_path / "oom.txt"))
+    written = (tmp_path / "oom.txt").read_text()
+    assert written == invoke("oom", str(OOM), "--details")  # a pipe with --details: never cut
+    assert "\nSteps around the peak\n" in written and widest(written) > WIDTH
+
+
 @pytest.mark.compile
 def test_compiling_commands_fit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The done-when of issue 38: `hloscope sweep --model tiny --target cpu --policies none,full`
