@@ -1,7 +1,8 @@
 """A profiler trace and the HLO of the programs it ran, found together.
 
 The HLO comes from `--hlo` when given, else from the dump folder of the `hloscope profile` folder
-the trace is in (`formats.profile.find_dump_folder`), else from the HloProtos the trace embeds.
+the trace is in (`formats.profile.find_dump_folder`), else from the HloProtos the trace embeds
+(for a trace JSON, which embeds none: the XSpace of the same capture beside it).
 `TracedRun.xprof_peak_heap_bytes` runs xprof's converter on the trace file
 (`parsers.trace.xprof`) for the cross-check of one program, once the analysis has named it.
 """
@@ -16,6 +17,7 @@ from hloscope.formats.profile import find_dump_folder, find_profile_folder, read
 from hloscope.model.trace import Trace
 from hloscope.optional import available
 from hloscope.parsers.trace import load_trace, trace_programs
+from hloscope.parsers.trace.files import xspace_beside
 from hloscope.parsers.trace.programs import ProgramIndex
 from hloscope.parsers.trace.xprof import xprof_peak_heap
 
@@ -54,6 +56,8 @@ def load_traced(source: str | Path, hlo: str | Path | None = None,
     """The trace at `source` (a profile folder, an xplane.pb or a trace JSON) and its HLO."""
     trace = load_trace(source, prefer_json=prefer_json)
     dump = None if hlo is not None else find_dump_folder(source)
+    if hlo is None and dump is None and trace.kind == "trace-json":
+        hlo = xspace_beside(Path(trace.source))
     return TracedRun(trace, trace_programs(trace, hlo, dump), _recorded_memory(source))
 
 

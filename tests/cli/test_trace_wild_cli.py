@@ -40,8 +40,11 @@ def test_the_export_joins_with_the_capture_as_hlo() -> None:
     assert "copy-done.4" in result.stdout
 
 
-def test_the_export_alone_exits_no_hlo_and_names_the_ids() -> None:
-    result = _invoke(str(wild(TPU_EXPORT)))
+def test_the_export_alone_exits_no_hlo_and_names_the_ids(tmp_path) -> None:
+    """A copy of the export in a folder without its capture (beside it, the capture is used)."""
+    alone = tmp_path / TPU_EXPORT
+    alone.write_bytes(wild(TPU_EXPORT).read_bytes())
+    result = _invoke(str(alone))
     assert result.exit_code == EXIT_NO_HLO
     assert str(JIT_F) in result.output and "--hlo" in result.output
     assert "Traceback" not in result.output

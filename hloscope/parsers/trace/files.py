@@ -56,3 +56,16 @@ def find_trace_file(folder: Path, prefer_json: bool = False) -> Path:
         if found:
             return found[0]
     raise InputError(f"{run}: no profile file")  # unreachable: the run came from a match
+
+
+def xspace_beside(trace_json: Path) -> Path | None:
+    """The XSpace of the same capture beside a trace JSON: `<host>.xplane.pb` next to
+    `<host>.trace.json.gz` (jax.profiler's run folder) or `<host>.<anything>.json.gz` (an
+    export named after its capture); None when there is none. It embeds the programs' HLO the
+    JSON lacks."""
+    host = trace_json.name.split(".")[0]
+    for suffix in XPLANE_SUFFIXES:
+        candidate = trace_json.with_name(host + suffix)
+        if candidate.is_file():
+            return candidate
+    return None

@@ -75,7 +75,7 @@ def trace_programs(trace: Trace, hlo: str | Path | None = None,
     elif dump is not None:
         index = _from_dump(dump, wanted)
     elif trace.modules:
-        index = _from_modules(trace.modules, trace.source, wanted)
+        index = _from_modules(trace.modules, trace.source, wanted, EMBEDDED)
     else:
         raise MissingHloError(f"{trace.source}: {_no_hlo_reason(trace)}; its ops ran "
                               f"{describe(wanted)}. {HLO_HINT}")
@@ -128,7 +128,7 @@ def _from_user(path: Path, wanted: set[tuple[int | None, str]]) -> ProgramIndex:
         modules = read_xplane(path).modules
         if not modules:
             raise MissingHloError(f"{path}: this XSpace embeds no HloProto to take the HLO from")
-        return _from_modules(modules, str(path), wanted)
+        return _from_modules(modules, str(path), wanted, f"the HloProto embedded in {path}")
     return _from_file(path)
 
 
@@ -165,7 +165,7 @@ def _from_dump(folder: Path, wanted: set[tuple[int | None, str]]) -> ProgramInde
 
 
 def _from_modules(modules: list[EmbeddedModule], source: str,
-                  wanted: set[tuple[int | None, str]]) -> ProgramIndex:
+                  wanted: set[tuple[int | None, str]], origin_text: str) -> ProgramIndex:
     ids = {program for program, _ in wanted}
     names = {name for program, name in wanted if program is None}
     programs = []
@@ -175,7 +175,7 @@ def _from_modules(modules: list[EmbeddedModule], source: str,
         origin = f"{source} ({EMBEDDED}, program {embedded.program_id})"
         text = module_text(decode_message("xla.HloProto", embedded.hlo_proto, origin).hlo_module)
         module = parse_lines(io.StringIO(text), origin)[0]
-        programs.append(TraceProgram(embedded.name, embedded.program_id, module, EMBEDDED))
+        programs.append(TraceProgram(embedded.name, embedded.program_id, module, origin_text))
     return ProgramIndex(programs, offered=[f"{m.name} (program {m.program_id})" for m in modules])
 
 

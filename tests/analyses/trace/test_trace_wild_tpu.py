@@ -93,9 +93,19 @@ def test_the_xprof_export_joins_with_the_capture_as_hlo(result: TraceResult) -> 
     assert exported.unmatched_events == 0 and exported.steps == result.steps
 
 
-def test_the_export_alone_names_what_is_missing() -> None:
+def test_the_export_beside_its_capture_takes_the_capture_as_hlo(result: TraceResult) -> None:
+    exported = hloscope.trace(wild(TPU_EXPORT), xprof=False)
+    assert exported.hlo_origin == f"the HloProto embedded in {wild(TPU)}"
+    assert {k: v[:2] for k, v in _ops(exported).items()} == pytest.approx(
+        {k: v[:2] for k, v in _ops(result).items()})
+
+
+def test_the_export_alone_names_what_is_missing(tmp_path: Path) -> None:
+    """A copy of the export in a folder without its capture: nothing embeds the HLO."""
+    alone = tmp_path / TPU_EXPORT
+    alone.write_bytes(wild(TPU_EXPORT).read_bytes())
     with pytest.raises(MissingHloError) as raised:
-        load_traced(wild(TPU_EXPORT))
+        load_traced(alone)
     message = str(raised.value)
     assert raised.value.exit_code == EXIT_NO_HLO
     assert all(str(program) in message for program in (JIT_F, PSUM, BROADCAST))
