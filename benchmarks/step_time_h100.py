@@ -53,6 +53,7 @@ def programs() -> list[dict[str, Any]]:
             print(f"compiling {name} {row['policy']}", file=sys.stderr, flush=True)
             outcome, module = compiled_module(measured, overrides, row["policy"])
             rows.append({"set": name, "policy": row["policy"], "module": module,
+                         "folder": outcome.folder, "batch": measured["batch"],
                          "measured": min(row["step_times_us"]) / 1e6,
                          "roofline": outcome.figures.step.overlapped_seconds})
     return rows
@@ -66,6 +67,25 @@ def predict(rows: list[dict[str, Any]], calibration: Any) -> None:
         row["step"] = step_time(row["module"], get_device("h100"), calibration=calibration)
         row["predicted"] = row["step"].seconds
         row["error"] = row["predicted"] / row["measured"] - 1
+
+
+def predict_from_full(rows: list[dict[str, Any]]) -> None:
+    """Each policy predicted uncompiled from its set's `full` build alone (the frontier's
+    figure for a candidate it has not compiled: `hloscope.analyses.predict.scaled_step`)."""
+    from hloscope.analyses.predict.model import Predictor
+    from hloscope.sweeps.frontier_run import baseline_from_build
+
+    for name in SETS:
+        group = [row for row in rows if row["set"] == name]
+        full = next(row for row in group if row["policy"] == "full")
+        baseline = baseline_from_build(Path(full["folder"]))
+        predictor = Predictor((baseline,))
+        for row in group:
+            policy = "names:*=remat" if row["policy"] == "full" else row["policy"]
+            found = predictor.predict(policy, row["batch"],
+                                      baseline.transformer.micro_batches).step_seconds
+            row["from_full"] = found
+            row["from_full_error"] = found / row["measured"] - 1
 
 
 def fit_memory_efficiency(rows: list[dict[str, Any]], calibration: Any) -> Any:
@@ -83,13 +103,14 @@ def fit_memory_efficiency(rows: list[dict[str, Any]], calibration: Any) -> Any:
         calibration.memory_efficiency, value=round((low + high) / 2, 3)))
 
 
-def order_check(rows: list[dict[str, Any]]) -> list[str]:
-    """Pairs whose measured order the prediction reverses, where they differ by >= TIE."""
+def order_check(rows: list[dict[str, Any]], key: str = "predicted") -> list[str]:
+    """Pairs whose measured order the prediction (`key`) reverses, where they differ by
+    >= TIE."""
     wrong = []
     for name in SETS:
         group = sorted((r for r in rows if r["set"] == name), key=lambda r: r["measured"])
         for a, b in ((a, b) for i, a in enumerate(group) for b in group[i + 1:]):
-            if b["measured"] / a["measured"] - 1 >= TIE and a["predicted"] >= b["predicted"]:
+            if b["measured"] / a["measured"] - 1 >= TIE and a[key] >= b[key]:
                 wrong.append(f"{name}: {a['policy']} vs {b['policy']}")
     return wrong
 
@@ -104,7 +125,7 @@ def report(rows: list[dict[str, Any]], calibration: Any) -> str:
              f"{calibration.op_overhead.value * 1e6:.0f} us (xla), host link "
              f"{calibration.host_link.value / 1e9:.0f} GB/s each way (datasheet)",
              "set | policy | measured ms | predicted ms | error | old roofline ms | dominant | "
-             "exposed host ms"]
+             "exposed host ms | from full alone ms | its error"]
     for row in rows:
         step = row["step"]
         host = sum(v for k, v in step.exposed_by_link.items() if k.startswith("host"))
@@ -112,7 +133,8 @@ def report(rows: list[dict[str, Any]], calibration: Any) -> str:
         lines.append(f"{row['set']} | {row['policy']} | {row['measured'] * 1e3:.1f} | "
                      f"{row['predicted'] * 1e3:.1f} | {row['error']:+.1%} | "
                      f"{'-' if roof is None else f'{roof * 1e3:.1f}'} | {step.dominant} | "
-                     f"{host * 1e3:.1f}")
+                     f"{host * 1e3:.1f} | {row['from_full'] * 1e3:.1f} | "
+                     f"{row['from_full_error']:+.1%}")
     for name in SETS:
         errors = [row["error"] for row in rows if row["set"] == name]
         role = "fitted on" if name == "blockwise" else "not fitted on"
@@ -121,6 +143,13 @@ def report(rows: list[dict[str, Any]], calibration: Any) -> str:
     wrong = order_check(rows)
     lines.append("measured order reproduced (pairs >= 3% apart)" if not wrong else
                  "order reversed: " + "; ".join(wrong))
+    for name in SETS:
+        errors = [row["from_full_error"] for row in rows if row["set"] == name]
+        lines.append(f"{name}, predicted uncompiled from `full` alone: {min(errors):+.1%}.."
+                     f"{max(errors):+.1%} against measured")
+    wrong = order_check(rows, "from_full")
+    lines.append("from `full` alone: measured order reproduced (pairs >= 3% apart)" if not wrong
+                 else "from `full` alone: order reversed: " + "; ".join(wrong))
     return "\n".join(lines) + "\n"
 
 
@@ -136,6 +165,7 @@ def main() -> int:
     if args.fit:
         calibration = fit_memory_efficiency(rows, calibration)
     predict(rows, calibration)
+    predict_from_full(rows)
     text = report(rows, calibration)
     print(text)
     if args.out:

@@ -6,9 +6,10 @@ whole `names:` space and confirmed by as few compiles as possible (no jax).
    `analyses.predict` then predicts every candidate — each choice of device / offload / remat
    for every named residual of the block (3^N policies) at every batch — piecewise linear in
    the batch through the compiled `full`s.
-2. Per batch, rounds: rank the candidates by predicted step time (then FLOPs, then bytes moved
-   to the host, then device bytes; offloaded bytes cost HBM time in the step estimate, so at
-   equal FLOPs the device wins, then the fewest bytes offloaded); the winner is the first
+2. Per batch, rounds: rank the candidates by step time — a compiled one by its own per-op
+   step, the others by the baseline's per-op step scaled to them (`analyses.predict.
+   scaled_step`; the roofline's on a device without a calibration) — then FLOPs, bytes moved to
+   the host, device bytes (where transfers hide, the device beats offload); the winner is the first
    whose known bytes fit the capacity: compiled when compiled, else predicted plus the error
    of the compiled candidate nearest to it (fewest names chosen differently) where that
    compile showed the predictor low (`calibrated`). Compile the winner unless it was; a
@@ -79,6 +80,8 @@ class Candidate:
                 "predicted_loss_order_bytes": p.undecided_loss_orders(),
                 "compiled_bytes": self.compiled_bytes, "predicted_host_bytes": p.host_bytes,
                 "predicted_flops": p.flops, "predicted_step_s": p.step_seconds,
+                "predicted_step_dominant": None if p.step is None else p.step.dominant,
+                "predicted_exposed_s": None if p.step is None else p.step.exposed_seconds,
                 "predicted_tokens_per_s": p.tokens_per_second,
                 "fits": self.compiled_ok and self.known_bytes <= capacity,
                 "prediction_error": None if not self.compiled_bytes
@@ -384,8 +387,12 @@ def _settled(winner: Candidate, fits: list[Candidate]) -> Candidate:
 
 
 def _speed(candidate: Candidate) -> tuple[float, int, int, int]:
+    """Step (a compiled candidate's own per-op step, else the predicted one), then FLOPs, bytes
+    moved to the host and device bytes."""
     p = candidate.prediction
-    return (p.step_seconds or 0.0, p.flops, p.host_bytes, p.device_bytes)
+    step = candidate.compiled_step_s if candidate.compiled_step_s is not None else \
+        p.step_seconds
+    return (step or 0.0, p.flops, p.host_bytes, p.device_bytes)
 
 
 def frontier_names(config) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from hloscope.analyses.oom.categories import INPUTS, MODEL_STATE, breakdown, cat
 from hloscope.analyses.predict.baseline import Baseline, remat_percent_flag
 from hloscope.analyses.predict.measured import MeasuredBlock, measure_program, name_cost
 from hloscope.analyses.predict.model import Predictor
+from hloscope.analyses.predict.scaled_step import BaselineStep, baseline_step
 from hloscope.analyses.predict.step_model import StepPredictor
 from hloscope.devices import memory_budget
 from hloscope.errors import UsageError
@@ -174,6 +175,7 @@ def baseline_from_build(folder: Path) -> Baseline:
     """The baseline figures of a `hloscope build` folder of a `full` policy."""
     from hloscope.analyses.cost.flops import flops
     from hloscope.analyses.memory.analysis import memory
+    from hloscope.analyses.summary.variant import collective_links, per_op_step
     from hloscope.formats.build import read_build
     from hloscope.loader.build import load_build
 
@@ -194,6 +196,9 @@ def baseline_from_build(folder: Path) -> Baseline:
         allocation, source = build.result.memory.allocated_bytes, "memory_analysis allocation"
     figures = build.result.memory
     span = live.layer_span
+    timed = per_op_step(loaded, build.config.compute_dtype,
+                        collective_links(loaded.module, build))
+    step = baseline_step(timed) if timed is not None else None
     return Baseline(build.manifest.get("model", ""), build.target, build.variant,
                     build.config.to_dict(), allocation, loaded.reported_host_bytes or 0, fixed,
                     int(cost.flops), int(cost.bytes_accessed), int(cost.collective_bytes), source,
@@ -203,4 +208,13 @@ def baseline_from_build(folder: Path) -> Baseline:
                     outside_span_peak_bytes=span.outside_peak_bytes if span else 0,
                     deferred_bytes=span.deferred_bytes if span else 0,
                     backward_loop_peak_bytes=span.last_loop_peak_bytes if span else 0,
-                    remat_percent=remat_percent_flag(build.manifest.get("flags") or {}))
+                    remat_percent=remat_percent_flag(build.manifest.get("flags") or {}),
+                    **_step_fields(step))
+
+
+def _step_fields(step: BaselineStep | None) -> dict[str, float]:
+    if step is None:
+        return {}
+    return {"step_seconds": step.seconds, "step_exposed_seconds": step.exposed_seconds,
+            "step_forward_seconds": step.forward_seconds,
+            "step_backward_seconds": step.backward_seconds}

@@ -13,15 +13,17 @@ layer reads it from a build folder (`sweeps.frontier_run.baseline_from_build`).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from hloscope.analyses.predict.scaled_step import BaselineStep
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.flag_values import flag_value
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.mesh import plan_mesh
 from hloscope.spec.step import is_step_config
-from hloscope.spec.targets import parse_target
+from hloscope.spec.targets import Target, parse_target
 from hloscope.spec.tensors import tokens_per_device
 
 
@@ -46,8 +48,25 @@ class Baseline:
     deferred_bytes: int = 0  # made between the layer loops and held through the last one
     backward_loop_peak_bytes: int = 0  # its live peak inside the last layer loop (0: not measured)
     remat_percent: int | None = None  # libtpu's remat limit flag where the build set it
+    # its per-op step (`analyses.steptime`; 0: the device has no calibration, or not measured)
+    step_seconds: float = 0.0
+    step_exposed_seconds: float = 0.0  # of it, the compute stream's waits on links
+    step_forward_seconds: float = 0.0  # compute-stream time in the forward phase
+    step_backward_seconds: float = 0.0  # in the backward and recompute phases
 
     @property
+    def step(self) -> BaselineStep | None:
+        """Its per-op step as `scaled_step` scales it; None when not measured."""
+        if not self.step_seconds:
+            return None
+        return BaselineStep(self.step_seconds, self.step_exposed_seconds,
+                            self.step_forward_seconds, self.step_backward_seconds)
+
+    @functools.cached_property
+    def parsed_target(self) -> Target:
+        return parse_target(self.target)
+
+    @functools.cached_property
     def transformer(self) -> TransformerConfig:
         return TransformerConfig.from_dict(self.config)
 
@@ -65,9 +84,9 @@ class MeshWays:
     tensor: int
 
 
-def mesh_ways(config: TransformerConfig, target: str) -> MeshWays:
+def mesh_ways(config: TransformerConfig, target: str | Target) -> MeshWays:
     """The batch and tensor shards of `config` on `target`'s mesh (`spec.mesh`)."""
-    parsed = parse_target(target)
+    parsed = parse_target(target) if isinstance(target, str) else target
     plan = plan_mesh(config, parsed.num_slices, parsed.devices_per_slice)
     return MeshWays(plan.batch_ways, plan.ici_tensor)
 
@@ -113,7 +132,7 @@ def baseline_tokens(baseline: Baseline) -> int:
         step = baseline.config["step"]
         return step["batch"] * step["seq_len"]
     config = baseline.transformer
-    return tokens_per_device(config, mesh_ways(config, baseline.target).batch)
+    return tokens_per_device(config, mesh_ways(config, baseline.parsed_target).batch)
 
 
 

@@ -90,6 +90,7 @@ from hloscope.analyses.predict.baseline import (
     peak_above_outside,
 )
 from hloscope.analyses.predict.flops import recompute_flops_per_token
+from hloscope.analyses.predict.scaled_step import PredictedStep, StepChange, predicted_step
 from hloscope.analyses.roofline import estimate_step
 from hloscope.devices import get_device
 from hloscope.errors import UsageError
@@ -237,6 +238,7 @@ class Prediction:
     deferred_cut_bytes: int = 0  # then: the baseline's deferred bytes less that (0: none)
     outside_floor_bytes: int = 0  # `full`'s allocation less its peak above its outside peak
     loss_after_tight_bytes: int = 0  # the loss after the backward loop, packed tight (0: n/a)
+    step: PredictedStep | None = None  # step_seconds' parts (None: the roofline's figure)
     loss_before_bytes: int = 0  # the loss before the backward loop, the stacks live (0: n/a)
 
     @property
@@ -372,6 +374,7 @@ class Prediction:
                 "loss_order_allocations": self.undecided_loss_orders(),
                 "host_bytes": self.host_bytes, "flops": self.flops,
                 "step_seconds": self.step_seconds, "tokens_per_second": self.tokens_per_second,
+                "step": None if self.step is None else self.step.to_dict(),
                 "device_terms": [t.to_dict() for t in self.device_terms],
                 "host_terms": [t.to_dict() for t in self.host_terms],
                 "flop_terms": [t.to_dict() for t in self.flop_terms],
@@ -403,7 +406,7 @@ class Predictor:
         names = _kept_names(config)
         choices = decode_named(policy, names) if policy.startswith(NAMED_PREFIX) else \
             dict.fromkeys(names, "remat")
-        ways = mesh_ways(config, self.base.target)
+        ways = mesh_ways(config, self.base.parsed_target)
         tokens = tokens_per_device(config, ways.batch)
         per_name = {t.name: tensor_bytes(t, config, ways.batch, ways.tensor)
                     for t in block_tensors(config) if t.name in names}
@@ -426,8 +429,8 @@ class Predictor:
         recompute = self._libtpu_recompute_terms(config, prediction, tokens, ways.tensor)
         if recompute:
             prediction = dataclasses.replace(prediction, flop_terms=flop_terms + recompute)
-        step = self._step_seconds(config, prediction, ways.batch)
-        return dataclasses.replace(prediction, step_seconds=step)
+        return self._with_step(prediction, self._step_scale(config, ways.batch),
+                               config.compute_dtype, config.n_layers * micro_batches, per_name)
 
     def _remat_limit(self) -> int | None:
         """libtpu's rematerialization limit for the baseline's program (XLA_TPU_REMAT_PERCENT,
@@ -664,12 +667,27 @@ class Predictor:
                               config.n_layers * step_tokens, -saved))
         return terms
 
-    def _step_seconds(self, config: TransformerConfig, prediction: Prediction,
-                      batch_ways: int) -> float | None:
+    def _with_step(self, prediction: Prediction, scale: float, compute_dtype: str, layers: int,
+                   per_name: dict[str, int], added_hbm_bytes: float = 0.0) -> Prediction:
+        """`prediction` with its step: the baseline's per-op step scaled to it (`scaled_step`,
+        `scale` the tokens over the baseline's, `layers` the layer runs of the step); the
+        roofline's where the baseline has none (no calibration for its device)."""
         base = self.base
-        scale = (tokens_per_device(config, batch_ways) * config.micro_batches
-                 / (baseline_tokens(base) * base.transformer.micro_batches))
-        return self._roofline(prediction, scale, config.compute_dtype)
+        if base.step is None:
+            return dataclasses.replace(prediction, step_seconds=self._roofline(
+                prediction, scale, compute_dtype, added_hbm_bytes))
+        choices = prediction.choices
+        kept = sum(per_name[n] for n, choice in choices.items() if choice != "remat")
+        moved = sum(per_name[n] for n, choice in choices.items() if choice == "offload")
+        change = StepChange(scale, prediction.flops - base.flops * scale, layers * kept,
+                            layers * moved)
+        step = predicted_step(base.step, base.parsed_target.device, compute_dtype, change)
+        return dataclasses.replace(prediction, step_seconds=step and step.seconds, step=step)
+
+    def _step_scale(self, config: TransformerConfig, batch_ways: int) -> float:
+        base = self.base
+        return (tokens_per_device(config, batch_ways) * config.micro_batches
+                / (baseline_tokens(base) * base.transformer.micro_batches))
 
     def _roofline(self, prediction: Prediction, scale: float, compute_dtype: str,
                   added_hbm_bytes: float = 0.0) -> float:

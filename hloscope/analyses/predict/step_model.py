@@ -18,7 +18,6 @@ config) and gradient accumulation (the step is the user's, micro-batches or not)
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from hloscope.analyses.predict.baseline import baseline_tokens
@@ -78,8 +77,7 @@ class StepPredictor(Predictor):
         dtype = self.base.config["step"].get("compute_dtype", "bfloat16")
         on_device = {name for name, choice in choices.items() if choice == "device"}
         added = block.layers * tokens * block.added_hbm_bytes_per_token(on_device)
-        return dataclasses.replace(prediction,
-                                   step_seconds=self._roofline(prediction, scale, dtype, added))
+        return self._with_step(prediction, scale, dtype, block.layers, per_name, added)
 
     def _step_offload_terms(self, choices: dict[str, str], per_name: dict[str, int], kept: int,
                             tokens: int) -> list[Term]:
