@@ -51,3 +51,12 @@ def test_details_show_everything_as_before() -> None:
 def test_markdown_keeps_the_detail() -> None:
     shown = markdown.render(report())
     assert "compile s" in shown and "qkv" in shown and "about the names" in shown
+
+
+def test_long_titles_wrap_to_the_width() -> None:
+    path = "/".join(["folder"] * 30)  # 209 characters
+    long = Report(name="compare", title=f"Compare A: {path}",
+                  tables=[Table("t", f"Buffers of {path}", [Column("a", "a")], [{"a": 1}])])
+    shown = text.render(long, width=120, details=False)
+    assert max(len(line) for line in shown.splitlines()) <= 120
+    assert "".join(shown.split()).count("".join(path.split())) == 2  # whole, only wrapped

@@ -27,7 +27,7 @@ ELLIPSIS = "…"
 
 
 def render(report: Report, width: int | None = None, details: bool = True) -> str:
-    blocks = [report.title]
+    blocks = [_wrap(report.title, width, "  ")]
     if report.summary:
         blocks.append(_summary(report.summary, width))
     shown = [table for table in report.tables if details or not table.detail]
@@ -65,10 +65,10 @@ def _summary(summary: list[tuple[str, SummaryValue]], width: int | None) -> str:
 
 def _table(table: Table, width: int | None, details: bool = True) -> str:
     if not table.rows:
-        return f"{table.title}\n(none)"
+        return f"{_wrap(table.title, width, '  ')}\n(none)"
     columns = [c for c in table.columns if details or not (c.detail or c.below)]
     below = [] if details else [c for c in table.columns if c.below and not c.detail]
-    text = f"{table.title}\n{_fitted(columns, table.rows, width)}"
+    text = f"{_wrap(table.title, width, '  ')}\n{_fitted(columns, table.rows, width)}"
     return "\n\n".join([text, *(_below(column, table, width) for column in below)])
 
 
