@@ -51,6 +51,15 @@ class StepMark:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryState:
+    """One allocator's state after one allocation or deallocation (the memory events)."""
+
+    allocator: str
+    time_ps: int
+    in_use_bytes: int  # stack reserved + heap allocated
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryPeak:
     """The peak of one device allocator as the profiler's memory events give it (xprof's
     memory_profile `peakBytesInUse`): stack reserved + heap allocated, at its largest."""
@@ -85,6 +94,7 @@ class Trace:
     # not op time (the ops' own events are on "XLA Ops"), kept for what overlaps them.
     async_events: list[OpEvent] = field(default_factory=list)
     memory_peaks: list[MemoryPeak] = field(default_factory=list)
+    memory_states: list[MemoryState] = field(default_factory=list)
     frameworks: list[str] = field(default_factory=list)  # what wrote it, when not XLA
 
     @property

@@ -12,6 +12,7 @@ program has none.
 """
 from __future__ import annotations
 
+import bisect
 from typing import TYPE_CHECKING, Any
 
 from hloscope.analyses.cost.flops import DEFAULT_SCOPE_DEPTH
@@ -20,7 +21,7 @@ from hloscope.devices import DEVICES, Device, get_device
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.formats.compile_record import MemoryFigures
 from hloscope.loader.trace import TracedRun
-from hloscope.model.trace import Trace
+from hloscope.model.trace import MemoryState, Trace
 
 if TYPE_CHECKING:
     from hloscope.analyses.memory.analysis import MemoryResult
@@ -62,6 +63,9 @@ def add_memory_profile(result: TraceResult, traced: TracedRun) -> None:
     result.extra["memory_profile_note"] = (
         f"the largest of {len(peaks)} device allocators' peak in use (stack + heap, xprof's "
         "memory_profile peakBytesInUse), over every program the device held")
+    during = _in_use_during(traced.trace.memory_states, result)
+    if during is not None:
+        result.extra["memory_profile_peak_during_program_bytes"] = during
     if "live_peak_bytes" not in result.extra:
         analysed = _memory(result, traced)
         result.extra["live_peak_bytes"] = analysed.peak_bytes if analysed else None
@@ -78,6 +82,27 @@ def add_model_check(result: TraceResult, traced: TracedRun) -> None:
     result.model_check = model_check(traced.programs, result.op_stats,
                                      traced.trace.async_events, device, result.module_name,
                                      result.step_times_us)
+
+
+def _in_use_during(states: list[MemoryState], result: TraceResult) -> int | None:
+    """The largest in-use state of any allocator while the analysed program ran (its runs'
+    spans, per core, from first op start to last op end); None when no state falls in one."""
+    spans: dict[tuple[str, int | None], list[int]] = {}
+    for joined in result.joined:
+        event = joined.event
+        span = spans.setdefault((event.plane, event.run_id), [event.start_ps, event.end_ps])
+        span[0], span[1] = min(span[0], event.start_ps), max(span[1], event.end_ps)
+    merged: list[list[int]] = []
+    for start, end in sorted(spans.values()):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = [start for start, _ in merged]
+    inside = [s.in_use_bytes for s in states
+              if (i := bisect.bisect_right(starts, s.time_ps) - 1) >= 0
+              and s.time_ps <= merged[i][1]]
+    return max(inside, default=None)
 
 
 def add_measured_memory(result: TraceResult, traced: TracedRun) -> None:

@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from hloscope.model.trace import MemoryPeak
+from hloscope.model.trace import MemoryPeak, MemoryState
 
 MEMORY_EVENTS = frozenset({"MemoryAllocation", "MemoryDeallocation"})
 
 
-def memory_peaks(planes: Iterable[Any]) -> list[MemoryPeak]:
-    """The peak in use of each allocator over the host planes' memory events (`planes` are
-    xplane's resolved planes: `stats`, `event_metadata`, `event_stats`, `proto`)."""
-    peaks: dict[str, MemoryPeak] = {}
+def memory_states(planes: Iterable[Any]) -> list[MemoryState]:
+    """Every allocator state the host planes' memory events give, in time order (`planes` are
+    xplane's resolved planes: `event_metadata`, `event_stats`, `proto`)."""
+    states = []
     for plane in planes:
         for line in plane.proto.lines:
             base = line.timestamp_ns * 1000
@@ -29,16 +29,26 @@ def memory_peaks(planes: Iterable[Any]) -> list[MemoryPeak]:
                 metadata = plane.event_metadata.get(event.metadata_id)
                 if metadata is None or metadata.name not in MEMORY_EVENTS:
                     continue
-                peak = _state(plane.event_stats(event), base + event.offset_ps)
-                if peak is not None and (peak.allocator not in peaks or peak.peak_in_use_bytes
-                                         > peaks[peak.allocator].peak_in_use_bytes):
-                    peaks[peak.allocator] = peak
+                state = _state(plane.event_stats(event), base + event.offset_ps)
+                if state is not None:
+                    states.append(state)
+    return sorted(states, key=lambda s: s.time_ps)
+
+
+def memory_peaks(states: list[MemoryState]) -> list[MemoryPeak]:
+    """Each allocator's largest state (the first where it is reached)."""
+    peaks: dict[str, MemoryPeak] = {}
+    for state in states:
+        known = peaks.get(state.allocator)
+        if known is None or state.in_use_bytes > known.peak_in_use_bytes:
+            peaks[state.allocator] = MemoryPeak(state.allocator, state.in_use_bytes,
+                                                state.time_ps)
     return sorted(peaks.values(), key=lambda p: p.allocator)
 
 
-def _state(stats: dict[str, Any], time_ps: int) -> MemoryPeak | None:
+def _state(stats: dict[str, Any], time_ps: int) -> MemoryState | None:
     allocator = stats.get("index_on_host", stats.get("allocator_name"))
     if allocator is None or "bytes_allocated" not in stats:
         return None
     in_use = int(stats.get("bytes_reserved") or 0) + int(stats["bytes_allocated"])
-    return MemoryPeak(str(allocator), in_use, time_ps)
+    return MemoryState(str(allocator), time_ps, in_use)

@@ -59,7 +59,7 @@ from hloscope.parsers.trace.device_ops import (
     program_id,
     split_module_name,
 )
-from hloscope.parsers.trace.memory_events import memory_peaks
+from hloscope.parsers.trace.memory_events import memory_peaks, memory_states
 from hloscope.parsers.trace.xspace_schema import xspace_class
 from hloscope.parsers.xla_memory.reading import read_bytes
 
@@ -92,8 +92,9 @@ def parse_xplane(data: bytes, source: str = "<bytes>") -> Trace:
                   warnings=[*space.errors, *space.warnings])
     for plane in space.planes:
         _read_plane(_Plane(plane), trace)
-    trace.memory_peaks.extend(memory_peaks(_Plane(p) for p in space.planes
-                                           if p.name.startswith("/host:")))
+    trace.memory_states.extend(memory_states(_Plane(p) for p in space.planes
+                                             if p.name.startswith("/host:")))
+    trace.memory_peaks.extend(memory_peaks(trace.memory_states))
     trace.events.sort(key=lambda e: (e.start_ps, -e.duration_ps))
     trace.async_events.sort(key=lambda e: (e.start_ps, -e.duration_ps))
     trace.steps.sort(key=lambda s: s.start_ps)

@@ -261,3 +261,33 @@ def test_embedded_collectives_print_their_groups_as_libtpu_does() -> None:
     for key in ("channel_id", "replica_groups", "use_global_device_ids"):
         pattern = rf"{key}=([^ ,]+(?:,[^ ,=]+)*)"
         assert re.search(pattern, printed).group(1) == re.search(pattern, text).group(1), key
+
+
+def test_memory_in_use_while_the_program_ran(result: TraceResult) -> None:
+    """The memory events' stack + heap inside jit_f's executions (its XLA Modules events on
+    each core), read with the XSpace schema alone, against hloscope's figure."""
+    from hloscope.parsers.trace.xspace_schema import xspace_class
+
+    space = xspace_class()()
+    space.ParseFromString(wild(TPU).read_bytes())
+    spans = []
+    for plane in (p for p in space.planes if p.name.startswith("/device:TPU")):
+        line = next(line for line in plane.lines if line.name == "XLA Modules")
+        spans += [(line.timestamp_ns * 1000 + e.offset_ps,
+                   line.timestamp_ns * 1000 + e.offset_ps + e.duration_ps) for e in line.events
+                  if plane.event_metadata[e.metadata_id].name.startswith("jit_f(")]
+    host = next(p for p in space.planes if p.name == "/host:CPU")
+    names = {key: meta.name for key, meta in host.stat_metadata.items()}
+    in_use = []
+    for line in host.lines:
+        for event in line.events:
+            if host.event_metadata[event.metadata_id].name not in ("MemoryAllocation",
+                                                                   "MemoryDeallocation"):
+                continue
+            time = line.timestamp_ns * 1000 + event.offset_ps
+            stats = {names[s.metadata_id]: s.int64_value or s.uint64_value for s in event.stats}
+            stats.update({names[s.metadata_id]: s.int64_value or s.uint64_value
+                          for s in host.event_metadata[event.metadata_id].stats})
+            if any(start <= time <= end for start, end in spans):
+                in_use.append(stats.get("bytes_reserved", 0) + stats["bytes_allocated"])
+    assert result.extra["memory_profile_peak_during_program_bytes"] == max(in_use)
