@@ -112,3 +112,7 @@ def test_compiling_commands_fit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     profile = invoke("profile", "--model", "tiny", "--policy", "full", "--steps", "1",
                      "-o", str(tmp_path / "profile"))
     assert widest(profile) <= WIDTH
+    frontier = invoke(*sweep[:5], "--search", "frontier", "--batch", "8", "--seq", "64",
+                      "--capacity", "64MiB", "--names", "qkv", "--choices", "device,remat",
+                      "-o", str(tmp_path / "frontier"))
+    assert frontier.startswith("Per-tensor policy frontier") and widest(frontier) <= WIDTH
