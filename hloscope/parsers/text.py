@@ -69,7 +69,7 @@ _ARRAY_PARAMETER = re.compile(r"%?([A-Za-z_][\w.\-]*)\s*:\s*(" + _ARRAY_SHAPE + 
 _COMPUTATION_CLOSE = re.compile(r"\s*\}\s*(,.*)?$", re.S)
 _EXECUTION_THREAD = re.compile(r'execution_thread\s*=\s*"([^"]*)"')
 _MODULE_HEADER = re.compile(r"\s*HloModule\s+" + _NAME)
-_SECTION_ENTRY = re.compile(r"\s*(\d+)\s+(.*?)\s*$", re.S)
+_SECTION_ENTRY = re.compile(r"\s*(\d+)[ \t]+(\S.*?)\s*$", re.S)
 SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
@@ -419,7 +419,9 @@ class TextParser:
     def _section_entry(self, line: str) -> None:
         module = self._current_module()
         match = _SECTION_ENTRY.match(line)
-        assert match is not None
+        if match is None:  # `1"a.py"`, a lone `7`, a superscript digit: no `<id> <value>`
+            raise self._located(line, self.line_number, _first_nonblank(line),
+                                f"expected '<id> <value>' in the {self.section} section")
         key, value = int(match.group(1)), match.group(2)
         tables = module.stack_frames
         from hloscope.model.attributes import key_values, unquote

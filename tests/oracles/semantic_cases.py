@@ -69,6 +69,10 @@ CASES = [
     _case("duplicate parameter number",
           "  %p1 = f32[] parameter(1)\n" + _NEG, "  %p1 = f32[] parameter(0)\n" + _NEG, 0,
           "duplicate parameter number 0"),
+    _case("parameter number past the parameter count",  # XLA aborts (CHECK) on it
+          "  %q = f32[4] parameter(1)\n  ROOT %r = f32[4] add(%p, %q)",
+          "  %q = f32[4] parameter(2)\n  ROOT %r = f32[4] add(%p, %q)", 0,
+          "invalid parameter number 2", xla_refuses=False),
     _case("operand defined below its use",
           "  %a = f32[4] negate(%p)\n  %b = f32[4] negate(%a)\n  ROOT %r = f32[4] negate(%b)",
           "  %a = f32[4] negate(%b)\n  %b = f32[4] negate(%p)\n  ROOT %r = f32[4] negate(%a)",

@@ -81,9 +81,10 @@ def check_computation(computation: Computation, above: Mapping[str, object],
             index = native.check_run(instructions, index, defined, parameters, memo, _ARITY,
                                      above)
             if index >= count:
-                return
+                break
         _check_instruction(instructions[index], above, memo, defined, parameters)
         index += 1
+    _check_parameter_numbers(parameters)
 
 
 def _check_instruction(instruction: Instruction, above: Mapping[str, object],
@@ -139,6 +140,17 @@ def _check_parameter(instruction: Instruction, parameters: dict[int, Instruction
         raise instruction.error(f"duplicate parameter number {number} (also {first.name} at line "
                                 f"{first.line})", instruction.operands_start)
     parameters[number] = instruction
+
+
+def _check_parameter_numbers(parameters: dict[int, Instruction]) -> None:
+    """XLA numbers a computation's n parameters 0..n-1 ("invalid parameter number. Expected
+    [0, n), got k"; its parser aborts on it): numbers are unique, so one past n-1 is a gap."""
+    count = len(parameters)
+    for number, instruction in parameters.items():
+        if not 0 <= number < count:
+            raise instruction.error(f"invalid parameter number {number}: a computation with "
+                                    f"{count} parameter(s) numbers them 0..{count - 1}",
+                                    instruction.operands_start)
 
 
 def _undefined_operand(instruction: Instruction, operands: tuple[str, ...],

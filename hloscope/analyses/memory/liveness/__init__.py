@@ -30,7 +30,14 @@ from hloscope.analyses.memory.liveness.positions import settle
 from hloscope.analyses.memory.liveness.program import FlatProgram, flatten
 from hloscope.analyses.memory.liveness.ranges import live_ranges
 from hloscope.analyses.memory.liveness.sharing import Share, shared_buffers
-from hloscope.analyses.memory.liveness.values import Index, Value, subtree, top_value
+from hloscope.analyses.memory.liveness.values import (
+    Index,
+    TreeIndexError,
+    Value,
+    shape_error,
+    subtree,
+    top_value,
+)
 from hloscope.errors import NotScheduledError
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
@@ -75,7 +82,10 @@ def analyze_liveness(module: HloModule, root: str | None = None) -> Liveness:
     values, phis = settle(dataflow)
 
     def value_at(instruction: Instruction, index: Index) -> Value:
-        return phis.resolve(top_value(subtree(dataflow.trees[instruction], index)))
+        try:
+            return phis.resolve(top_value(subtree(dataflow.trees[instruction], index)))
+        except TreeIndexError as error:
+            raise shape_error(instruction, error) from None
 
     buffers = alias_buffers(program, values, value_at)
     ranges = live_ranges(program, values, buffers)

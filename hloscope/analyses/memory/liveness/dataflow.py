@@ -29,9 +29,11 @@ from hloscope.analyses.memory.liveness.program import (
 )
 from hloscope.analyses.memory.liveness.values import (
     Index,
+    TreeIndexError,
     TupleNode,
     Value,
     ValueTree,
+    shape_error,
     subtree,
     walk,
 )
@@ -101,7 +103,10 @@ class Dataflow:
         opcode = instruction.opcode
         handler = _HANDLERS.get(opcode)
         if handler is not None:
-            return handler(self, instruction, computation)
+            try:
+                return handler(self, instruction, computation)
+            except TreeIndexError as error:
+                raise shape_error(instruction, error) from None
         if opcode in _FORWARD_OPERAND:
             return self._operand_trees(instruction)[0]
         return self.build(instruction, instruction.shape)
@@ -145,6 +150,9 @@ class Dataflow:
             name = instruction.called_computation(key)
             parameter = self.program.parameter(name, 0) if name else None
             if parameter is None:
+                if name:  # a lenient load lets a loop computation without parameter(0) in
+                    raise instruction.error(f"while: its {key} {name} has no parameter(0)",
+                                            instruction.operands_start)
                 continue
             phis = self.build(parameter, shape, is_phi=True)
             merged.append(phis)

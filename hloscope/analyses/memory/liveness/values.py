@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hloscope.analyses.cost.sizes import POINTER_BYTES
+from hloscope.errors import ParseError
 from hloscope.model.instruction import Instruction
 from hloscope.model.shape import Shape
 
@@ -87,12 +88,34 @@ def top_value(tree: ValueTree) -> Value:
     return tree.value if isinstance(tree, TupleNode) else tree
 
 
+class TreeIndexError(IndexError):
+    """A shape index a value tree does not have: the module's shapes disagree with each other
+    (a get-tuple-element past its operand's tuple, an index below an array), which XLA's parser
+    lets through and its verifier refuses."""
+
+
 def subtree(tree: ValueTree, index: Index) -> ValueTree:
-    for i in index:
+    for depth, i in enumerate(index):
         if not isinstance(tree, TupleNode):
-            raise IndexError(f"index {index} goes below an array")
+            raise TreeIndexError(f"shape index {{{_joined(index)}}} goes below an array at "
+                                 f"{{{_joined(index[:depth])}}}")
+        if not 0 <= i < len(tree.children):
+            raise TreeIndexError(f"shape index {{{_joined(index)}}} is out of range: "
+                                 f"{{{_joined(index[:depth])}}} is a tuple of "
+                                 f"{len(tree.children)} element(s)")
         tree = tree.children[i]
     return tree
+
+
+def shape_error(instruction: Instruction, error: TreeIndexError) -> ParseError:
+    """The located error (exit 4) for a TreeIndexError met at `instruction`."""
+    return instruction.error(f"{instruction.opcode} {instruction.name}: {error}; its shape does "
+                             "not fit its operands' (XLA's verifier refuses this module)",
+                             instruction.operands_start)
+
+
+def _joined(index: Index) -> str:
+    return ",".join(map(str, index))
 
 
 def walk(tree: ValueTree, prefix: Index = ()) -> Iterator[tuple[Index, Value]]:
