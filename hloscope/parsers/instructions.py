@@ -244,7 +244,10 @@ class InstructionReader:
             parameters.append(name)
             computation.instructions.append(
                 _synthetic(name, "parameter", str(parameter_shape), str(number), "", instruction))
-        tail = instruction.text[instruction.operands_end + 1 :]
+        tail = _without_thread(instruction)
+        thread = instruction.raw_attribute(_THREAD)
+        if thread is not None:
+            computation.execution_thread = thread.strip().strip('"')
         root = _synthetic(self._unique(wrapped), wrapped, str(shape.tuple_shapes[1]),
                           ", ".join(parameters), tail, instruction)
         root.is_root = True
@@ -287,6 +290,21 @@ class InstructionReader:
 # What an expanded `X-start` keeps for itself; the wrapped X takes its own attributes.
 ASYNC_START_ATTRIBUTES = (GENERIC_ATTRIBUTES - {"backend_config"}) | {
     "async_execution_thread", "output_to_operand_aliasing"}
+
+
+_THREAD = "async_execution_thread"
+
+
+def _without_thread(instruction: Instruction) -> str:
+    """The attribute text of an `X-start` for its wrapped X, less `async_execution_thread`: XLA
+    reads that one for the async-start (the thread the wrapped computation runs on), and every
+    other attribute for X."""
+    text, start = instruction.text, instruction.operands_end + 1
+    span = instruction._attribute_spans().get(_THREAD)  # noqa: SLF001  (same model)
+    if span is None:
+        return text[start:]
+    comma = text.rfind(",", start, span[0] - len(_THREAD))
+    return text[start:comma] + text[span[1] :]
 
 
 def _is_instruction(text: str, pos: int, end: int) -> bool:

@@ -216,3 +216,76 @@ def test_shape_required_where_xla_requires_it(opcode: str, shape_line: str) -> N
         hloscope.load(text)
     assert caught.value.location.line == 9
     assert caught.value.exit_code == 4
+
+
+# XLA's async shorthand `X-start` takes `async_execution_thread` beside X's own attributes (the
+# parser registers it before it parses X's), for any X: forms from XLA's parser and instruction
+# tests (call-start with an inline body, custom-call-start, reduce-scatter-start).
+THREADED: dict[str, tuple[str, str]] = {
+    "call": ("""HloModule main, is_scheduled=true
+
+ENTRY main {
+  arg.0 = s32[] parameter(0)
+  call-start.0 = ((s32[]), s32[], s32[]) call-start(arg.0), to_apply={
+    arg.0 = s32[] parameter(0)
+    ROOT abs.0 = abs(arg.0)
+  }, async_execution_thread="thread"
+  ROOT call-done.0 = s32[] call-done(call-start.0)
+}
+""", "call-start.0"),
+    "custom-call": ("""HloModule m
+
+ENTRY %Entry (p0: f32[10]) -> f32[20] {
+  %p0 = f32[10]{0} parameter(0)
+  %async-start = ((f32[10]{0}), f32[20]{0}, s32[]) custom-call-start(f32[10]{0} %p0), async_execution_thread="parallel_thread", custom_call_target="foo"
+  %async-update = ((f32[10]{0}), f32[20]{0}, s32[]) custom-call-update(((f32[10]{0}), f32[20]{0}, s32[]) %async-start), async_execution_thread="parallel_thread"
+  ROOT %async-done = f32[20]{0} custom-call-done(((f32[10]{0}), f32[20]{0}, s32[]) %async-update)
+}
+""", "async-start"),  # noqa: E501
+    "reduce-scatter": ("""HloModule m
+
+%add (p0: f32[], p1: f32[]) -> f32[] {
+  %p0 = f32[] parameter(0)
+  %p1 = f32[] parameter(1)
+  ROOT %add = f32[] add(%p0, %p1)
+}, execution_thread="parallel_thread"
+
+ENTRY %Entry (pentry: f32[20]) -> f32[10] {
+  %pentry = f32[20]{0} parameter(0)
+  %reduce-scatter-start = ((f32[20]{0}), f32[10]{0}) reduce-scatter-start(%pentry), async_execution_thread="parallel_thread", replica_groups={}, dimensions={0}, to_apply=%add
+  %reduce-scatter-update = ((f32[20]{0}), f32[10]{0}) reduce-scatter-update(%reduce-scatter-start)
+  ROOT %reduce-scatter-done = f32[10]{0} reduce-scatter-done(%reduce-scatter-update)
+}
+""", "reduce-scatter-start"),  # noqa: E501
+}
+
+
+@pytest.mark.parametrize("wrapped", sorted(THREADED))
+def test_async_execution_thread_on_the_shorthand(wrapped: str) -> None:
+    from jaxlib import _hlo
+
+    text, start_name = THREADED[wrapped]
+    _hlo.hlo_module_from_text(text)  # XLA accepts it
+    assert compare_with_xla(text, wrapped) == []
+    module = hloscope.load(text)  # with the checks XLA's parser makes
+    start = next(i for i in module.entry if i.name == start_name)
+    thread = start.raw_attribute("async_execution_thread")
+    assert start.opcode == "async-start" and thread is not None
+    computation = module.computations[start.required_called_computation("calls")]
+    assert computation.root.opcode == wrapped
+    assert computation.execution_thread == thread.strip('"')
+    assert "async_execution_thread" not in computation.root.attribute_names
+
+
+def test_async_execution_thread_refused_on_a_plain_call() -> None:
+    """Only the async forms take it: XLA refuses it on `call` itself, and so does hloscope."""
+    from jaxlib import _hlo
+
+    text = THREADED["call"][0].replace(
+        "call-start.0 = ((s32[]), s32[], s32[]) call-start(arg.0)",
+        "ROOT call.0 = s32[] call(arg.0)").replace(
+        "  ROOT call-done.0 = s32[] call-done(call-start.0)\n", "")
+    with pytest.raises(Exception, match="async_execution_thread"):
+        _hlo.hlo_module_from_text(text)
+    with pytest.raises(ParseError, match="unexpected attribute 'async_execution_thread' on call"):
+        hloscope.load(text)
