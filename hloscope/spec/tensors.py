@@ -50,14 +50,29 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 class BlockConfig(Protocol):
     """What of a TransformerConfig the tensors depend on (config.py imports this module)."""
 
-    d_model: int
-    d_ff: int
-    n_heads: int
-    activation: str
-    compute_dtype: str
-    batch: int
-    seq_len: int
-    micro_batches: int
+    @property
+    def d_model(self) -> int: ...
+
+    @property
+    def d_ff(self) -> int: ...
+
+    @property
+    def n_heads(self) -> int: ...
+
+    @property
+    def activation(self) -> str: ...
+
+    @property
+    def compute_dtype(self) -> str: ...
+
+    @property
+    def batch(self) -> int: ...
+
+    @property
+    def seq_len(self) -> int: ...
+
+    @property
+    def micro_batches(self) -> int: ...
 
     @property
     def kv_heads(self) -> int: ...

@@ -131,7 +131,8 @@ class _BatchCompiler:
             result = run_sweep(sub)
             for o in result.outcomes:
                 self.known[o.case.variant.name, batch] = (
-                    o.figures.required_bytes if o.figures.status == "ok" else None, o.folder,
+                    o.figures.required_bytes if o.figures.status == "ok" else None,
+                    None if o.folder is None else Path(o.folder),
                     _step_seconds(o.figures))
             made = result.compiles + result.cache_hits
             self.compiles += made

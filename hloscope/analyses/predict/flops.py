@@ -39,8 +39,8 @@ def _graph(config: BlockConfig, tensor_ways: int) -> dict[str, tuple[tuple[str, 
     graph["attn_out"] = ((PROBS, *projections), attention)
     graph["out_proj"] = (("attn_out",), 2.0 * local_heads * h)
     graph["norm2"] = (("out_proj",), 0.0)
-    for name in mlp_in:
-        graph[name] = (("norm2",), 2.0 * h * tensors[name].device_width(tensor_ways))
+    for mlp_name in mlp_in:
+        graph[mlp_name] = (("norm2",), 2.0 * h * tensors[mlp_name].device_width(tensor_ways))
     graph["mlp_hidden"] = (tuple(mlp_in), 0.0)
     return graph
 

@@ -76,7 +76,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hloscope.analyses.oom.analytic import parameters_per_device, state_bytes_per_parameter
 from hloscope.analyses.oom.remedies import ACCUMULATOR_BYTES
@@ -443,7 +443,7 @@ class Predictor:
                    - self.base.unaliased_argument_bytes - self.base.program_bytes)
 
     def _deferred_cuts(self, config: TransformerConfig, choices: dict[str, str], tokens: int,
-                       tensor_ways: int) -> dict[str, int]:
+                       tensor_ways: int) -> dict[str, Any]:
         """`Prediction.deferred_landing`'s figures at `tokens`, where the baselines measured what
         they hold through the backward loop and `tokens` is within their range (beyond it `full`'s
         allocation, the floor, is extrapolated: libtpu's landing is not predicted from that);
@@ -459,7 +459,7 @@ class Predictor:
 
     def _loss_orders(self, config: TransformerConfig, choices: dict[str, str],
                      per_name: dict[str, int], tokens: int, tensor_ways: int, need: int,
-                     cuts: dict[str, int]) -> dict[str, int]:
+                     cuts: dict[str, Any]) -> dict[str, Any]:
         """Both of the loss orders' allocations where the baselines cannot tell which libtpu
         picks (`Prediction.loss_order_allocations`): on TPU, names kept on the device only, where
         `full` holds the logits through its backward loop (`cuts`, `_deferred_cuts`' figures:
@@ -682,7 +682,8 @@ class Predictor:
         change = StepChange(scale, prediction.flops - base.flops * scale, layers * kept,
                             layers * moved)
         step = predicted_step(base.step, base.parsed_target.device, compute_dtype, change)
-        return dataclasses.replace(prediction, step_seconds=step and step.seconds, step=step)
+        return dataclasses.replace(prediction, step_seconds=None if step is None else step.seconds,
+                                   step=step)
 
     def _step_scale(self, config: TransformerConfig, batch_ways: int) -> float:
         base = self.base
@@ -690,7 +691,7 @@ class Predictor:
                 / (baseline_tokens(base) * base.transformer.micro_batches))
 
     def _roofline(self, prediction: Prediction, scale: float, compute_dtype: str,
-                  added_hbm_bytes: float = 0.0) -> float:
+                  added_hbm_bytes: float = 0.0) -> float | None:
         """The roofline step of `prediction`, the baseline's HBM bytes scaled by `scale` (the
         step's tokens over the baseline's) plus the offloaded bytes' traffic and
         `added_hbm_bytes` (a user step's kept names, measured)."""

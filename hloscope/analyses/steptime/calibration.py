@@ -8,7 +8,7 @@ model needs beyond them. `docs/step-estimate.md` lists the table and the measure
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from hloscope.devices import Device, get_device
 
@@ -32,6 +32,9 @@ class Figure:
                 "checked_by": self.checked_by}
 
 
+_NO_OVERLAP = Figure(0.0, DEFAULT, "stated default: host transfers exposed whole")
+
+
 @dataclass(frozen=True)
 class Calibration:
     """What the per-op model needs of one device beyond `hloscope.devices.Device`."""
@@ -46,7 +49,7 @@ class Calibration:
     hop_latency: Figure  # seconds per ring step of a collective
     host_link: Figure  # bytes/s per device, each direction, device <-> pinned host memory
     # what of a phase's compute a predicted (uncompiled) program's host transfers hide behind
-    host_overlap: Figure = field(default_factory=lambda: _NO_OVERLAP)
+    host_overlap: Figure = _NO_OVERLAP
     cache_bytes: int | None = None  # a cache that holds a producer's output for its consumer
     cache_speedup: Figure | None = None  # its read bandwidth over HBM's
 
@@ -84,7 +87,6 @@ _GPU_HOST_OVERLAP = Figure(
     "XLA:GPU waits for each copy right after it starts, so the transfers are exposed whole",
     "the compiled offload program's own schedule walk (fixtures/steptime/h100_plain_names-"
     "mlp_gateoffload-mlp_upoffload.hlo.gz): 264.9 of 297.9 ms of transfers exposed")
-_NO_OVERLAP = Figure(0.0, DEFAULT, "stated default: host transfers exposed whole")
 
 
 PCIE_PAYLOAD_EFFICIENCY = 128 / 130 * 256 / (256 + 24)
