@@ -120,3 +120,15 @@ def test_loop_body_parameter_numbered_past_its_count(tmp_path: Path) -> None:
 def test_loop_body_without_parameter_zero_under_lenient(tmp_path: Path) -> None:
     error = _refused(_loop(body_parameter=1), tmp_path, lenient=True)
     assert "its body body has no parameter(0)" in error.message
+
+
+def test_loop_body_root_of_another_shape(tmp_path: Path) -> None:
+    # The body returns (s32[], f32[8]) for a loop of (s32[], f32[4]): once a crash in the
+    # dataflow's leaf matching; XLA's verifier refuses it, hloscope at load.
+    text = _loop().replace("ROOT %t = (s32[], f32[4]{0}) tuple(%k, %x)",
+                           "%x8 = f32[8]{0} broadcast(%one), dimensions={}\n"
+                           "  ROOT %t = (s32[], f32[8]{0}) tuple(%k, %x8)")
+    error = _refused(text, tmp_path)
+    assert error.location.line == _OUT_LINE  # the while: one line above the ROOT, which
+    # the inserted %x8 line moved down by one
+    assert "is not that of body's root t" in error.message

@@ -6,7 +6,9 @@ control predecessors defined above their use, declared operand shapes, operand c
 attributes each opcode allows and their enum values, constant literals, `padding=`,
 `use_global_device_ids`, called computations (defined above their caller, so calls never
 form a cycle), async chains, `input_output_alias` and
-`buffer_donor` (`xla_facts.py` holds what was probed from XLA). Each failure is a ParseError (exit
+`buffer_donor` (`xla_facts.py` holds what was probed from XLA); and, as XLA's verifier does, the
+signatures of the computations fusions, calls, async-starts, while loops and conditionals run
+(`signatures.py`). Each failure is a ParseError (exit
 4) at file:line:col. A lenient load (`--lenient`, `lenient=True`) skips them, for hand-edited
 modules; it never skips syntax or truncation errors.
 
@@ -24,6 +26,7 @@ from hloscope.model.module import HloModule
 from hloscope.parsers.checks.aliasing import check_aliasing
 from hloscope.parsers.checks.async_chains import check_async_chains
 from hloscope.parsers.checks.instructions import check_computation
+from hloscope.parsers.checks.signatures import check_signatures
 
 _ASYNC_OPCODES = frozenset({"async-start", "async-update", "async-done"})
 _OPCODE = attrgetter("opcode")
@@ -48,6 +51,7 @@ def _check(module: HloModule) -> None:
         if not _ASYNC_OPCODES.isdisjoint(map(_OPCODE, computation.instructions)):
             check_async_chains(computation)
     check_aliasing(module)
+    check_signatures(module)
 
 
 __all__ = ["check_module"]

@@ -1,0 +1,118 @@
+"""Called computations' signatures, as XLA's verifier checks them (xla/service/hlo_verifier.cc).
+
+XLA's parser lets these through; its verifier refuses them, and every analysis relies on them: a
+fusion, call or async-start passes as many operands as its computation has parameters, each of
+the parameter's shape, and its computation's root has the instruction's result shape (an
+async-start's is its shape's element {1}); a while loop's operand, result, body parameter, body
+root and condition parameter share one shape and its condition returns pred[]; a conditional
+passes one operand per branch after the branch index, each branch's one parameter has that
+operand's shape and its root the conditional's shape. Shapes compare as XLA's
+ShapeUtil::Compatible does: layouts aside. Each failure is a ParseError (exit 4) at the caller.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hloscope.model.instruction import Instruction
+from hloscope.model.module import Computation, HloModule
+from hloscope.model.shape import Shape
+
+_Operands = dict[str, Instruction]
+
+
+def check_signatures(module: HloModule) -> None:
+    """Raises a located ParseError at the first caller whose computation does not fit it."""
+    for computation in module.computations.values():
+        callers = [i for i in computation.instructions if i.opcode in _CHECKS]
+        if not callers:
+            continue
+        defined = {i.name: i for i in computation.instructions}
+        for instruction in callers:
+            _CHECKS[instruction.opcode](module, instruction, defined)
+
+
+def _callee(module: HloModule, instruction: Instruction, key: str) -> Computation | None:
+    name = instruction.called_computation(key)
+    return None if name is None else module.computations.get(name.lstrip("%"))
+
+
+def _operand_shapes(instruction: Instruction, defined: _Operands) -> list[Shape]:
+    return [defined[name].shape for name in instruction.operands if name in defined]
+
+
+def _same(a: Shape, b: Shape) -> bool:
+    return a.without_layout() == b.without_layout()
+
+
+def _fail(instruction: Instruction, message: str) -> None:
+    raise instruction.error(f"{instruction.opcode} {instruction.name}: {message} (XLA's verifier "
+                            "refuses it)", instruction.operands_start)
+
+
+def _check_arguments(instruction: Instruction, callee: Computation,
+                     shapes: list[Shape]) -> None:
+    parameters = callee.parameters
+    if len(parameters) != len(shapes):
+        _fail(instruction, f"passes {len(shapes)} operand(s) to {callee.name}, which takes "
+                           f"{len(parameters)} parameter(s)")
+    for number, (parameter, shape) in enumerate(zip(parameters, shapes, strict=True)):
+        if not _same(parameter.shape, shape):
+            _fail(instruction, f"operand {number} has shape {shape}, but {callee.name}'s "
+                               f"parameter {parameter.name} has shape {parameter.shape}")
+
+
+def _check_result(instruction: Instruction, callee: Computation, expected: Shape) -> None:
+    root = callee.root
+    if not _same(root.shape, expected):
+        _fail(instruction, f"its shape {expected} is not that of {callee.name}'s root "
+                           f"{root.name}, {root.shape}")
+
+
+def _check_call(module: HloModule, instruction: Instruction, defined: _Operands) -> None:
+    key = "to_apply" if instruction.opcode == "call" else "calls"
+    callee = _callee(module, instruction, key)
+    if callee is None:
+        return
+    _check_arguments(instruction, callee, _operand_shapes(instruction, defined))
+    shape = instruction.shape
+    if instruction.opcode == "async-start":
+        if not (shape.is_tuple and len(shape.tuple_shapes) >= 2):
+            return  # the async checks refuse this form
+        shape = shape.tuple_shapes[1]
+    _check_result(instruction, callee, shape)
+
+
+def _check_while(module: HloModule, instruction: Instruction, defined: _Operands) -> None:
+    shape = instruction.shape
+    for operand in _operand_shapes(instruction, defined)[:1]:
+        if not _same(operand, shape):
+            _fail(instruction, f"its operand has shape {operand}, not the loop's shape {shape}")
+    for key in ("condition", "body"):
+        callee = _callee(module, instruction, key)
+        if callee is None:
+            continue
+        _check_arguments(instruction, callee, [shape])
+        if key == "body":
+            _check_result(instruction, callee, shape)
+        elif not _same(callee.root.shape, Shape("pred", ())):
+            _fail(instruction, f"its condition {callee.name} returns {callee.root.shape}, "
+                               "not pred[]")
+
+
+def _check_conditional(module: HloModule, instruction: Instruction, defined: _Operands) -> None:
+    names = instruction.called_computations  # branch_computations, or true then false
+    shapes = _operand_shapes(instruction, defined)
+    if len(shapes) != len(names) + 1:
+        _fail(instruction, f"has {len(names)} branch(es) and {len(shapes) - 1} branch "
+                           "operand(s); it takes one per branch after the branch index")
+    for name, operand in zip(names, shapes[1:], strict=True):
+        callee = module.computations.get(name.lstrip("%"))
+        if callee is not None:
+            _check_arguments(instruction, callee, [operand])
+            _check_result(instruction, callee, instruction.shape)
+
+
+_CHECKS: dict[str, Callable[[HloModule, Instruction, _Operands], None]] = {
+    "fusion": _check_call, "call": _check_call, "async-start": _check_call,
+    "while": _check_while, "conditional": _check_conditional,
+}
