@@ -201,8 +201,10 @@ class _Tally:
         self.kinds: Counter[str] = Counter()
         self.analysed: Counter[str] = Counter()  # seed module -> inputs whose memory ran ok
         self.crashes: list[str] = []
+        self.count = 0
 
     def add(self, number: int, result: dict[str, str]) -> None:
+        self.count += 1
         self.kinds[result.get("kind", "?")] += 1
         if result.get("memory") == "ok":
             self.analysed[result.get("module", "?")] += 1
@@ -212,6 +214,7 @@ class _Tally:
             self.histogram[f"{command:8} {outcome}"] += 1
             if outcome.startswith(("crash", "timeout", "memory", "died")):
                 self.crashes.append(f"input {number} {command}: {outcome}")
+                print(f"input {number} {command}: {outcome}", file=sys.stderr, flush=True)
 
     @property
     def crash_count(self) -> int:
@@ -244,27 +247,40 @@ def main() -> None:
     pools = [_Pool(args.time_cap, args.memory_cap_mib << 20) for _ in range(args.workers)]
     tally = _Tally()
     start = time.perf_counter()
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        _run_all(args, pools, tally, start)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: the summary of the inputs run so far
+        print(f"stopped after {tally.count} inputs", file=sys.stderr, flush=True)
+    for pool in pools:
+        pool.close()
+    _print(args, tally, time.perf_counter() - start)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run_all(args: argparse.Namespace, pools: list[_Pool], tally: _Tally, start: float) -> None:
     numbers = range(args.seed, args.seed + args.mutations)
     for first in range(0, len(numbers), len(pools)):
         batch = numbers[first : first + len(pools)]
         for pool, number in zip(pools, batch, strict=False):
             pool.send(number)
-        for pool, number in zip(pools, batch, strict=False):
-            tally.add(number, pool.receive())
+        results = [pool.receive() for pool in pools[: len(batch)]]
+        for number, result in zip(batch, results, strict=True):
+            tally.add(number, result)
         done = first + len(batch)
         if args.progress and done // args.progress != first // args.progress:
             print(f"{done}/{args.mutations} inputs, {time.perf_counter() - start:.0f} s, "
                   f"crashes {tally.crash_count}", file=sys.stderr, flush=True)
-    for pool in pools:
-        pool.close()
-    _print(args, tally, time.perf_counter() - start)
 
 
 def _print(args: argparse.Namespace, tally: _Tally, seconds: float) -> None:
     histogram = tally.histogram
     hung = [k for k in histogram if "timeout" in k or " memory" in k]
     unlocated = [k for k in histogram if "without-location" in k]
-    print(f"inputs: {args.mutations} (numbers {args.seed}..{args.seed + args.mutations - 1}), "
+    print(f"inputs: {tally.count} (numbers {args.seed}..{args.seed + tally.count - 1}), "
           f"{seconds:.0f} s with {args.workers} worker(s), caps {args.time_cap:g} s and "
           f"{args.memory_cap_mib} MiB per input")
     print("mutations: " + json.dumps(dict(sorted(tally.kinds.items()))))
