@@ -12,13 +12,14 @@ files, a build manifest, a capture record) is `Program`'s business (`program.py`
 """
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
 from hloscope.errors import InputError
 from hloscope.formats.build import DUMP_FOLDER, is_build_folder
 from hloscope.model.module import HloModule
-from hloscope.parsers.checks import check_module
+from hloscope.parsers.checks import check_module, lenient_warnings
 from hloscope.parsers.dump_folder import (
     AFTER_OPTIMIZATIONS,
     choose_dump_file,
@@ -26,6 +27,8 @@ from hloscope.parsers.dump_folder import (
     main_dump_file,
 )
 from hloscope.parsers.hlo_file import load_file, looks_like_text, parse_stream, parse_text
+
+_LOG = logging.getLogger("hloscope")
 
 
 def load_input(source: str | Path, module: str | None = None,
@@ -43,9 +46,13 @@ def load_input(source: str | Path, module: str | None = None,
 
 
 def _checked(module: HloModule, lenient: bool) -> HloModule:
-    """The semantic checks XLA's parser makes (ParseError, exit 4), skipped when `lenient`."""
+    """The semantic checks XLA's parser makes (ParseError, exit 4), skipped when `lenient`;
+    then what it let through that XLA refuses is logged as a warning (on stderr by default)."""
     if not lenient:
         check_module(module)
+        return module
+    for warning in lenient_warnings(module):
+        _LOG.warning(warning)
     return module
 
 

@@ -10,7 +10,8 @@ form a cycle), async chains, `input_output_alias` and
 signatures of the computations fusions, calls, async-starts, while loops and conditionals run
 (`signatures.py`). Each failure is a ParseError (exit
 4) at file:line:col. A lenient load (`--lenient`, `lenient=True`) skips them, for hand-edited
-modules; it never skips syntax or truncation errors.
+modules; it never skips syntax or truncation errors, and warns of what it let through that old XLAs
+wrote (`lenient_warnings`: `api_version=API_VERSION_UNSPECIFIED`).
 
 One pass over the instructions: attributes are looked at only where a regex over the text after the
 operands finds a key that needs it, and what passed once (a constant's literal for its shape, an
@@ -27,6 +28,7 @@ from hloscope.parsers.checks.aliasing import check_aliasing
 from hloscope.parsers.checks.async_chains import check_async_chains
 from hloscope.parsers.checks.instructions import check_computation
 from hloscope.parsers.checks.signatures import check_signatures
+from hloscope.parsers.checks.xla_facts import UNSPECIFIED_API_VERSION
 
 _ASYNC_OPCODES = frozenset({"async-start", "async-update", "async-done"})
 _OPCODE = attrgetter("opcode")
@@ -54,4 +56,19 @@ def _check(module: HloModule) -> None:
     check_signatures(module)
 
 
-__all__ = ["check_module"]
+def lenient_warnings(module: HloModule) -> list[str]:
+    """What a lenient load lets through that XLA's parser refuses and old XLAs wrote, one line
+    each: custom-calls with api_version=API_VERSION_UNSPECIFIED (hloscope reads nothing from
+    api_version)."""
+    found = [i for c in module.computations.values() for i in c.instructions
+             if i.opcode == "custom-call" and UNSPECIFIED_API_VERSION in i.text]
+    if not found:
+        return []
+    first = found[0]
+    where = first.location(max(first.text.find(UNSPECIFIED_API_VERSION), 0))
+    return [f"warning: {where}: api_version={UNSPECIFIED_API_VERSION} accepted under --lenient on "
+            f"{len(found)} custom-call(s) (the first here); XLA's parser refuses it, and hloscope "
+            "reads nothing from api_version"]
+
+
+__all__ = ["check_module", "lenient_warnings"]

@@ -36,6 +36,7 @@ from hloscope.parsers.checks.xla_facts import (
     NEWER_ATTRIBUTES,
     OPCODE_ATTRIBUTES,
     TOLERANCE_KEYS,
+    UNSPECIFIED_API_VERSION,
 )
 
 _KEY_CANDIDATE = re.compile(r",\s*([A-Za-z_][\w.\-]*)\s*=")
@@ -227,7 +228,7 @@ def _check_attribute_values(above: Mapping[str, object], instruction: Instructio
     if "use_global_device_ids" in keys:
         _check_global_ids(instruction)
     if "api_version" in keys:
-        _check_enum(instruction, "api_version", API_VERSIONS)
+        _check_api_version(instruction)
     if "result_accuracy" in keys:
         _check_accuracy(instruction)
     if "padding" in keys and instruction.opcode == "pad":
@@ -280,6 +281,16 @@ def _check_enum(instruction: Instruction, key: str, values: frozenset[str]) -> N
     if value is not None and value.strip() not in values:
         raise instruction.error(f"invalid {key} '{value.strip()}'; expected one of "
                                 f"{', '.join(sorted(values))}", _value_offset(instruction, key))
+
+
+def _check_api_version(instruction: Instruction) -> None:
+    value = (instruction.raw_attribute("api_version") or "").strip()
+    if value == UNSPECIFIED_API_VERSION:
+        raise instruction.error(
+            f"api_version={UNSPECIFIED_API_VERSION} is refused by XLA's parser (older XLAs printed "
+            "it: 2023-era PyTorch/XLA and TF-XLA dumps hold it); hint: --lenient (lenient=True) "
+            "loads it with a warning", _value_offset(instruction, "api_version"))
+    _check_enum(instruction, "api_version", API_VERSIONS)
 
 
 def _check_accuracy(instruction: Instruction) -> None:

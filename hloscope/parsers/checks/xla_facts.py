@@ -353,7 +353,9 @@ MIN_ARITY: dict[str, int] = {"conditional": 1, "dot": 2}
 # use_global_device_ids=true without channel_id"; all-gather accepts it).
 NEEDS_CHANNEL_FOR_GLOBAL_IDS = frozenset({"all-reduce", "all-reduce-start", "reduce-scatter"})
 
-# CustomCallApiVersion (xla/xla_data.proto) names the parser takes; UNSPECIFIED is refused.
+# CustomCallApiVersion (xla/xla_data.proto) names the parser takes; UNSPECIFIED (0) is refused,
+# though older XLAs printed it: a lenient load takes it with a warning.
+UNSPECIFIED_API_VERSION = "API_VERSION_UNSPECIFIED"
 API_VERSIONS = frozenset(
     {
         "API_VERSION_ORIGINAL",
