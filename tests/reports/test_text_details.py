@@ -60,3 +60,15 @@ def test_long_titles_wrap_to_the_width() -> None:
     shown = text.render(long, width=120, details=False)
     assert max(len(line) for line in shown.splitlines()) <= 120
     assert "".join(shown.split()).count("".join(path.split())) == 2  # whole, only wrapped
+
+
+def test_a_long_path_in_the_summary_is_split_in_place() -> None:
+    path = "/".join(["folder"] * 30) + "/module.txt"
+    shown = text.render(Report(name="memory", title="Memory", summary=[("source", path),
+                                                                       ("backend", "tpu")]),
+                        width=120, details=False)
+    lines = shown.splitlines()[2:-1]
+    assert max(len(line) for line in lines) <= 120 and lines[0].startswith("source:  ")
+    assert lines[0].split()[1] == path[:len(lines[0].split()[1])]  # it starts on the key's line
+    assert "".join(line.split(maxsplit=1)[-1] if n == 0 else line.strip()
+                   for n, line in enumerate(lines)) == path

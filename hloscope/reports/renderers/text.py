@@ -58,9 +58,21 @@ def _summary(summary: list[tuple[str, SummaryValue]], width: int | None) -> str:
     indent = max(len(key) for key, _ in summary) + 3
     lines = []
     for key, value in summary:
-        line = f"{key + ':':<{indent - 2}}  {summary_cell(value)}"
-        lines.append(_wrap(line, width, " " * indent))
+        shown = summary_cell(value)
+        line = f"{key + ':':<{indent - 2}}  {shown}"
+        lines.append(_split_token(line, width, indent) if len(shown.split()) == 1
+                     else _wrap(line, width, " " * indent))
     return "\n".join(lines)
+
+
+def _split_token(line: str, width: int | None, indent: int) -> str:
+    """A value of one long token (a path) split at the width and continued under its indent,
+    rather than moved whole to the next line."""
+    if width is None or len(line) <= width or width <= indent:
+        return line
+    room = width - indent
+    pieces = [line[i:i + room] for i in range(indent, len(line), room)]
+    return "\n".join([line[:indent] + pieces[0], *(" " * indent + piece for piece in pieces[1:])])
 
 
 def _table(table: Table, width: int | None, details: bool = True) -> str:
