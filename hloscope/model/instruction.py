@@ -163,6 +163,10 @@ class Instruction:
         return self._attributes
 
     def _split_attributes(self) -> dict[str, tuple[int, int]]:
+        spans = self._read_attribute_spans()
+        return _with_mesh_device_ids(self.text, spans) if "device_ids" in spans else spans
+
+    def _read_attribute_spans(self) -> dict[str, tuple[int, int]]:
         start = self.operands_end + 1
         if native is not None:  # the same spans for the lists it reads; None: read them here
             spans = native.attribute_spans(self.text, start)
@@ -343,6 +347,27 @@ _METADATA_OP_NAME = re.compile(
     r'metadata=\{\s*(?:op_type="[^"\\]*(?:\\.[^"\\]*)*"\s*)?op_name="([^"\\]*(?:\\.[^"\\]*)*)"')
 _PLAIN_OPERANDS = re.compile(r'[^\[\]{}()"/]*')
 _LAST_WORD_OF_ITEM = re.compile(r"%?([^\s,%]+)\s*(?:,|$)")
+
+
+def _with_mesh_device_ids(text: str, spans: dict[str, tuple[int, int]]
+                          ) -> dict[str, tuple[int, int]]:
+    """XLA's mesh replica groups with a device order, `replica_groups=mesh['x'=4,'y'=2],
+    device_ids=([2,4]T(1,0)) {'x'}`, hold a top-level comma: the `device_ids=` part that follows
+    `replica_groups=mesh[...]` is part of its value (anywhere else it stays an attribute of its
+    own, which the checks refuse)."""
+    groups = spans.get("replica_groups")
+    devices = spans["device_ids"]
+    if groups is None or not text.startswith("mesh[", groups[0]):
+        return spans
+    between = text[groups[1] : devices[0]]
+    if not _DEVICE_IDS_AFTER_MESH.fullmatch(between):
+        return spans
+    merged = {key: span for key, span in spans.items() if key != "device_ids"}
+    merged["replica_groups"] = (groups[0], devices[1])
+    return merged
+
+
+_DEVICE_IDS_AFTER_MESH = re.compile(r"\s*,\s*device_ids\s*=\s*")
 
 
 def _at_top_level(text: str, start: int, end: int) -> bool:
