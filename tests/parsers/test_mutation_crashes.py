@@ -3,14 +3,16 @@
 Each input is the smallest hand-written module that reproduces one: a garbled stack-frame table
 line (once an AssertionError in the parser), a get-tuple-element past its operand's tuple and one
 on an array (once an IndexError in the liveness dataflow), a loop body whose only parameter is
-numbered 1 (once a KeyError; XLA's parser aborts on it). Each is now hloscope's own error at
-file:line:col (exit 4), strict or lenient; the valid counterparts analyse.
+numbered 1 (once a KeyError; XLA's parser aborts on it), a loop body returning another shape.
+Each is now hloscope's own error at file:line:col (exit 4), strict or lenient; the valid
+counterparts analyse.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from small_modules import LOOPS
 
 import hloscope
 from hloscope.errors import ParseError
@@ -26,39 +28,24 @@ ENTRY %e (p: f32[4]) -> f32[4] {{
 }}
 """
 
-_LOOP = """HloModule loop, is_scheduled=true
-
-%cond (c: (s32[], f32[4])) -> pred[] {
-  %c = (s32[], f32[4]{0}) parameter(0)
-  %i = s32[] get-tuple-element(%c), index=0
-  %n = s32[] constant(3)
-  ROOT %lt = pred[] compare(%i, %n), direction=LT
-}
-
-%body (b: (s32[], f32[4])) -> (s32[], f32[4]) {
-  %b = (s32[], f32[4]{0}) parameter(BODY_PARAMETER)
-  %j = s32[] get-tuple-element(%b), index=0
-  %x = f32[4]{0} get-tuple-element(%b), index=1
-  %one = s32[] constant(1)
-  %k = s32[] add(%j, %one)
-  ROOT %t = (s32[], f32[4]{0}) tuple(%k, %x)
-}
-
-ENTRY %main (p: f32[4]) -> f32[4] {
-  %p = f32[4]{0} parameter(0)
-  %zero = s32[] constant(0)
-  %init = (s32[], f32[4]{0}) tuple(%zero, %p)
-  %w = (s32[], f32[4]{0}) while(%init), condition=%cond, body=%body
-  ROOT %out = f32[4]{0} get-tuple-element(OUT_OPERAND), index=OUT_INDEX
-}
-"""
-_OUT_LINE = 24  # the ROOT get-tuple-element of %main
-_BODY_PARAMETER_LINE = 11
+_OUT = "%out = f32[4]{0} get-tuple-element(%w), index=1"
+_BODY_PARAMETER = "%b = (s32[], f32[4]{0}) parameter(0)"
 
 
 def _loop(body_parameter: int = 0, out_operand: str = "%w", out_index: int = 1) -> str:
-    return (_LOOP.replace("BODY_PARAMETER", str(body_parameter))
-            .replace("OUT_OPERAND", out_operand).replace("OUT_INDEX", str(out_index)))
+    """small_modules.LOOPS (a while loop and a conditional) with one thing changed."""
+    return (LOOPS.replace(_BODY_PARAMETER, _BODY_PARAMETER.replace("(0)", f"({body_parameter})"))
+            .replace(_OUT, f"%out = f32[4]{{0}} get-tuple-element({out_operand}), "
+                           f"index={out_index}"))
+
+
+def _line_of(text: str, fragment: str) -> int:
+    return next(number for number, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+_OUT_LINE = _line_of(LOOPS, _OUT)
+_BODY_PARAMETER_LINE = _line_of(LOOPS, _BODY_PARAMETER)
+_WHILE_LINE = _line_of(LOOPS, "while(%init)")
 
 
 def _refused(text: str, tmp_path: Path, lenient: bool = False) -> ParseError:
@@ -124,11 +111,9 @@ def test_loop_body_without_parameter_zero_under_lenient(tmp_path: Path) -> None:
 
 def test_loop_body_root_of_another_shape(tmp_path: Path) -> None:
     # The body returns (s32[], f32[8]) for a loop of (s32[], f32[4]): once a crash in the
-    # dataflow's leaf matching; XLA's verifier refuses it, hloscope at load.
-    text = _loop().replace("ROOT %t = (s32[], f32[4]{0}) tuple(%k, %x)",
-                           "%x8 = f32[8]{0} broadcast(%one), dimensions={}\n"
-                           "  ROOT %t = (s32[], f32[8]{0}) tuple(%k, %x8)")
+    # dataflow's leaf matching; XLA's verifier refuses it, hloscope at load, at the while.
+    text = _loop().replace("ROOT %t = (s32[], f32[4]{0}) tuple(%k, %y)",
+                           "ROOT %t = (s32[], f32[8]{0}) tuple(%k, %y)")
     error = _refused(text, tmp_path)
-    assert error.location.line == _OUT_LINE  # the while: one line above the ROOT, which
-    # the inserted %x8 line moved down by one
+    assert error.location.line == _WHILE_LINE
     assert "is not that of body's root t" in error.message
