@@ -205,6 +205,13 @@ CASES = [
           "  %d = f32[] async-done(%s), calls=%c\n" + _NEG,
           "  %q = f32[] constant(1)\n  %s = ((f32[]), f32[]) async-start(%q), calls=%c\n"
           "  %d = f32[] async-done(%s), calls=%c2\n" + _NEG, 2, "wrapped computation"),
+    _case("async-done on another execution thread",
+          '  %q = f32[] constant(1)\n  %s = ((f32[]), f32[]) async-start(%q), calls=%c, '
+          'async_execution_thread="t"\n  %d = f32[] async-done(%s), async_execution_thread="t"\n'
+          + _NEG,
+          '  %q = f32[] constant(1)\n  %s = ((f32[]), f32[]) async-start(%q), calls=%c, '
+          'async_execution_thread="t"\n  %d = f32[] async-done(%s), async_execution_thread="u"\n'
+          + _NEG, 2, 'expected async_execution_thread to be "t"'),
     _case("async-start without calls",
           "  %q = f32[] constant(1)\n  %s = ((f32[]), f32[]) async-start(%q), calls=%c\n"
           "  %d = f32[] async-done(%s)\n" + _NEG,
