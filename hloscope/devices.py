@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from enum import StrEnum
+from typing import Any
 
 from hloscope.errors import UsageError
 
@@ -296,7 +297,7 @@ _TPUS = (
 )
 
 # Fields equal in the A100 and H100 XLA target specs.
-_CUDA_COMMON = dict(
+_CUDA_COMMON: dict[str, Any] = dict(
     threads_per_block_limit=1024, threads_per_warp=32, shared_memory_per_block=49152,
     threads_per_core_limit=2048, block_dim_limit=(2147483647, 65535, 65535),
     registers_per_core_limit=65536, registers_per_block_limit=65536,
@@ -430,7 +431,7 @@ def render_gpu_target_config(device: Device) -> str:
                          + ", ".join(d.name for d in DEVICES.values() if d.cuda))
     facts = device.cuda
     major, minor, patch = facts.dnn_version_info
-    message = [
+    message: list[tuple[str, object]] = [
         ("gpu_device_info", _device_info_fields(facts)),
         ("platform_name", "CUDA"),
         ("dnn_version_info", [("major", major), ("minor", minor), ("patch", patch)]),

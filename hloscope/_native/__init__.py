@@ -17,7 +17,7 @@ def _load() -> ModuleType | None:
     if os.environ.get("HLOSCOPE_NO_NATIVE", "") not in ("", "0"):
         return None
     try:
-        from hloscope._native import _scan
+        from hloscope._native import _scan  # type: ignore[attr-defined]  # built on install
     except ImportError:
         return None
     return _scan

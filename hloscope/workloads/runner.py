@@ -111,7 +111,7 @@ def _run_teed(command: list[str], env: dict[str, str], output: BinaryIO,
     timer.start()
     try:
         assert process.stdout is not None
-        for chunk in iter(lambda: process.stdout.read1(1 << 16), b""):  # type: ignore[union-attr]
+        for chunk in iter(lambda: process.stdout.read1(1 << 16), b""):  # type: ignore[attr-defined]
             output.write(chunk)
             sys.stderr.buffer.write(chunk)
             sys.stderr.flush()

@@ -208,7 +208,8 @@ class _Walker:
     def _conditional(self, conditional: Instruction, context: _Context) -> Iterator[Charge]:
         branches, chosen = self.analysis.branch_choice(conditional)
         for index, branch in enumerate(branches):
-            mask = tuple(m if chosen[p] == index else 0 for p, m in enumerate(context.mask))
+            a, b, c, d = (m if chosen[p] == index else 0 for p, m in enumerate(context.mask))
+            mask: Mask = (a, b, c, d)
             if any(mask):
                 yield from self.computation(branch, replace(context, mask=mask))
 

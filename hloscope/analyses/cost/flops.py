@@ -236,7 +236,8 @@ def group(charged: Iterable[Charge], key_of: Callable[[Charge], str]) -> dict[st
         entry[2] += cost.bytes_accessed
         entry[3] += cost.collective_bytes
         seen[key].add(id(charge.instruction))
-    return {key: Row(key, *entry, instructions=len(seen[key])) for key, entry in sums.items()}
+    return {key: Row(key, entry[0], entry[1], entry[2], entry[3], instructions=len(seen[key]))
+            for key, entry in sums.items()}
 
 
 def _sorted_by_flops(rows: dict[str, Row]) -> list[Row]:

@@ -100,6 +100,8 @@ class LayerLoops:
 
     def _layer_loop(self, computation: str, loop: Instruction) -> LayerLoop | None:
         caller = self.graph(computation)
+        if caller is None:
+            return None
         count = trip_count(loop, caller, self.graph)
         if not count.known or count.count < 1:
             return None

@@ -195,7 +195,7 @@ def gather(site: Site) -> Cost:
     read = site.size(site.shape)
     if len(sizes) == operand.rank:
         read = site.shape.element_count // max(1, math.prod(sizes)) * site.size(
-            _window(operand, sizes))
+            _window(operand, list(sizes)))
     return Cost(bytes_accessed=read + site.size(site.shape) + site.operand_size(1))
 
 

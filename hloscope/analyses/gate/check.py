@@ -204,7 +204,7 @@ def figures(snapshot: Snapshot, device: Device | None) -> dict[str, int | float 
 def toolchain_changes(current: Snapshot,
                       baseline: Snapshot) -> dict[str, tuple[str | None, str | None]]:
     """The toolchain entries known on both sides that differ (unknown is not a change)."""
-    changes = {}
+    changes: dict[str, tuple[str | None, str | None]] = {}
     for key in TOOLCHAIN_KEYS:
         old, new = baseline.toolchain.get(key), current.toolchain.get(key)
         if old is not None and new is not None and old != new:

@@ -406,7 +406,7 @@ def _tpu_counted_twice(liveness: Liveness, value: Value, bodies: set[str]) -> bo
     program = liveness.program
     instruction = value.instruction
     if instruction.opcode == "copy-start":
-        source = program.operands.get(instruction, ())
+        source = list(program.operands.get(instruction, ()))
         if (value.index == (0,) and bool(source) and source[0].shape.memory_space == 1
                 and source[0].opcode == "get-tuple-element"
                 and any(o.opcode == "while" for o in program.operands.get(source[0], ()))):

@@ -31,10 +31,17 @@ from hloscope.model.module import HloModule
 class TimelineEntry(Protocol):
     """One top-level instruction of a memory timeline (`analysis.TimelineStep`)."""
 
-    step: int
-    instruction: str
-    live_bytes: int
-    inner_peak_bytes: int | None
+    @property
+    def step(self) -> int: ...
+
+    @property
+    def instruction(self) -> str: ...
+
+    @property
+    def live_bytes(self) -> int: ...
+
+    @property
+    def inner_peak_bytes(self) -> int | None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,7 +83,9 @@ class ScannedLayers:
             if instruction.opcode != "while" or len(index) != 1:
                 continue
             computation = self.liveness.program.computation_of.get(instruction)
-            loop = computation and self.loops.get(computation.name, instruction.name)
+            if computation is None:
+                continue
+            loop = self.loops.get(computation.name, instruction.name)
             if loop and computation.name not in self._within and dims[:1] == (loop.layers,):
                 return self._split(loop, dims)
         return ()
@@ -114,7 +116,7 @@ class ScannedLayers:
 
     def _outermost(self) -> list[LayerLoop]:
         module = self.liveness.program.module
-        inner = set()
+        inner: set[str] = set()
         for loop in self.loops.loops.values():
             inner |= self._reached(_body(module, loop))
         return [loop for loop in self.loops.loops.values() if loop.computation not in inner]

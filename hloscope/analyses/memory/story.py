@@ -125,7 +125,8 @@ class MemoryStory:
         """The row of device memory: the device total, else the one device space."""
         rows = [row for row in self.spaces if row.location == "device"]
         total = [row for row in rows if row.memory_space is None]
-        return (total or rows or [None])[0]
+        found = total or rows
+        return found[0] if found else None
 
     def to_dict(self) -> dict:
         return {"spaces": [row.to_dict() for row in self.spaces],
@@ -158,7 +159,8 @@ def _rows(inputs: StoryInputs) -> list[SpaceFigures]:
     xla = inputs.xla
     by_space = xla.allocation_by_space if xla else {}
     rows = [SpaceFigures(s.memory_space, s.name, s.location, s.live_peak_bytes,
-                         s.estimated_allocation_bytes, by_space.get(s.memory_space))
+                         s.estimated_allocation_bytes,
+                         None if s.memory_space is None else by_space.get(s.memory_space))
             for s in sorted(inputs.spaces, key=_space_order)]
     device = [n for n, row in enumerate(rows) if row.location == "device"]
     total = SpaceFigures(None, DEVICE_TOTAL, "device", inputs.device_peak_bytes,
@@ -221,7 +223,7 @@ def _analysis_reason(backend: str, xla: XlaFigures) -> str:
     if not differing and xla.memory_analysis_bytes == xla.allocation_bytes:
         return _ANALYSIS_EQUAL
     if backend == "tpu" and differing == ["temp_bytes"]:
-        extra = record["temp_bytes"] - xla.allocation_parts["temp_bytes"]
+        extra = (record["temp_bytes"] or 0) - xla.allocation_parts["temp_bytes"]
         return f"only temporaries differ ({extra:+,} B): {_TPU_TEMPORARIES}"
     parts = ", ".join(part.removesuffix("_bytes") for part in differing) or "the totals"
     return f"{parts} differ: " + ("libtpu's own figures" if backend == "tpu" else _UNSEEN)

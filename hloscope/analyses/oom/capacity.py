@@ -63,7 +63,7 @@ def resolve_capacity(given: int | None, device_name: str | None, log: CompileLog
     if device_name is not None:
         return device_capacity(get_device(device_name))
     stated = None if log is None else log.available_bytes
-    if stated is not None:
+    if log is not None and stated is not None:
         return Capacity(stated, f"the compiler's OOM message ({log.source})")
     if gpu_target is not None:
         return compiled_gpu_capacity(gpu_target)
