@@ -20,6 +20,7 @@ from hloscope.errors import InputError
 from hloscope.formats.build import DUMP_FOLDER, is_build_folder
 from hloscope.model.module import HloModule
 from hloscope.parsers.checks import check_module, lenient_warnings
+from hloscope.parsers.checks.signatures import check_signatures
 from hloscope.parsers.dump_folder import (
     AFTER_OPTIMIZATIONS,
     choose_dump_file,
@@ -46,11 +47,13 @@ def load_input(source: str | Path, module: str | None = None,
 
 
 def _checked(module: HloModule, lenient: bool) -> HloModule:
-    """The semantic checks XLA's parser makes (ParseError, exit 4), skipped when `lenient`;
-    then what it let through that XLA refuses is logged as a warning (on stderr by default)."""
+    """The semantic checks XLA's parser makes (ParseError, exit 4), skipped when `lenient`,
+    but for the called computations' signatures, which every analysis relies on; what a
+    lenient load lets through that XLA refuses is logged as a warning (stderr by default)."""
     if not lenient:
         check_module(module)
         return module
+    check_signatures(module)
     for warning in lenient_warnings(module):
         _LOG.warning(warning)
     return module

@@ -40,6 +40,7 @@ class SemanticCase:
     line: int
     message: str
     xla_refuses: bool = True
+    lenient_skips: bool = True  # False: a check the analyses rely on, made under --lenient too
 
 
 def module(body: str, header: str = "") -> str:
@@ -47,10 +48,11 @@ def module(body: str, header: str = "") -> str:
 
 
 def _case(fault: str, valid: str, invalid: str, line_in_body: int, message: str,
-          header: tuple[str, str] = ("", ""), xla_refuses: bool = True) -> SemanticCase:
+          header: tuple[str, str] = ("", ""), xla_refuses: bool = True,
+          lenient_skips: bool = True) -> SemanticCase:
     line = 1 if header[1] else BODY_LINE + line_in_body
     return SemanticCase(fault, module(valid, header[0]), module(invalid, header[1]), line,
-                        message, xla_refuses)
+                        message, xla_refuses, lenient_skips)
 
 
 _NEG = "  ROOT %r = f32[4] negate(%p)"
@@ -73,25 +75,30 @@ CASES = [
           "  %q = f32[4] parameter(1)\n  ROOT %r = f32[4] add(%p, %q)",
           "  %q = f32[4] parameter(2)\n  ROOT %r = f32[4] add(%p, %q)", 0,
           "invalid parameter number 2", xla_refuses=False),
-    # Verifier-level (XLA's parser lets them through, its verifier refuses them): signatures.
+    # Verifier-level (XLA's parser lets them through, its verifier refuses them): signatures,
+    # which the analyses rely on, so that --lenient makes them too.
     _case("fusion shape is not its computation's root's",
           "  %z = f32[] constant(1)\n  %f = f32[] fusion(%z), kind=kLoop, calls=%c\n" + _NEG,
           "  %z = f32[] constant(1)\n  %f = s32[] fusion(%z), kind=kLoop, calls=%c\n" + _NEG, 1,
-          "is not that of c's root", xla_refuses=False),
+          "is not that of c's root", xla_refuses=False,
+          lenient_skips=False),
     _case("fusion operands are not its computation's parameters",
           "  %z = f32[] constant(1)\n  %f = f32[] fusion(%z), kind=kLoop, calls=%c\n" + _NEG,
           "  %z = f32[] constant(1)\n  %f = f32[] fusion(%z, %z), kind=kLoop, calls=%c\n" + _NEG,
-          1, "passes 2 operand(s) to c, which takes 1 parameter(s)", xla_refuses=False),
+          1, "passes 2 operand(s) to c, which takes 1 parameter(s)", xla_refuses=False,
+          lenient_skips=False),
     _case("call operand of another shape",
           "  %z = f32[] constant(1)\n  %k = f32[] call(%z), to_apply=%c\n" + _NEG,
           "  %z = f32[] constant(1)\n  %k = f32[] call(%p), to_apply=%c\n" + _NEG, 1,
-          "operand 0 has shape f32[4]", xla_refuses=False),
+          "operand 0 has shape f32[4]", xla_refuses=False,
+          lenient_skips=False),
     _case("conditional with a branch operand missing",
           "  %i = s32[] constant(0)\n  %z = f32[] constant(1)\n  %k = f32[] conditional(%i, %z, "
           "%z), branch_computations={%c, %c2}\n" + _NEG,
           "  %i = s32[] constant(0)\n  %z = f32[] constant(1)\n  %k = f32[] conditional(%i, %z), "
           "branch_computations={%c, %c2}\n" + _NEG, 2,
-          "has 2 branch(es) and 1 branch operand(s)", xla_refuses=False),
+          "has 2 branch(es) and 1 branch operand(s)", xla_refuses=False,
+          lenient_skips=False),
     _case("operand defined below its use",
           "  %a = f32[4] negate(%p)\n  %b = f32[4] negate(%a)\n  ROOT %r = f32[4] negate(%b)",
           "  %a = f32[4] negate(%b)\n  %b = f32[4] negate(%p)\n  ROOT %r = f32[4] negate(%a)",
@@ -113,7 +120,7 @@ CASES = [
           "  %i = s32[] constant(0)\n  %q = f32[] constant(1)\n"
           "  %k = f32[] conditional(%i, %q), branch_computations={%c}\n" + _NEG,
           "  %k = f32[] conditional(), branch_computations={%c}\n" + _NEG, 0,
-          "expects at least 1 operands", xla_refuses=False),
+          "expects at least 1 operands", xla_refuses=False, lenient_skips=False),
     _case("integer literal out of range", "  %t = s8[] constant(127)\n" + _NEG,
           "  %t = s8[] constant(300)\n" + _NEG, 0, "out of range"),
     _case("unsigned literal negative", "  %t = u8[] constant(0)\n" + _NEG,

@@ -4,14 +4,14 @@ The text parser (`hloscope.parsers.text`) checks syntax and truncation; these ch
 XLA's `ParseAndReturnUnverifiedModule` does: names and parameter numbers unique, operands and
 control predecessors defined above their use, declared operand shapes, operand counts, the
 attributes each opcode allows and their enum values, constant literals, `padding=`,
-`use_global_device_ids`, called computations (defined above their caller, so calls never
-form a cycle), async chains, `input_output_alias` and
-`buffer_donor` (`xla_facts.py` holds what was probed from XLA); and, as XLA's verifier does, the
-signatures of the computations fusions, calls, async-starts, while loops and conditionals run
-(`signatures.py`). Each failure is a ParseError (exit
-4) at file:line:col. A lenient load (`--lenient`, `lenient=True`) skips them, for hand-edited
-modules; it never skips syntax or truncation errors, and warns of what it let through that old XLAs
-wrote (`lenient_warnings`: `api_version=API_VERSION_UNSPECIFIED`).
+`use_global_device_ids`, called computations (defined above their caller, so calls never form a
+cycle), async chains, `input_output_alias` and `buffer_donor` (`xla_facts.py` holds what was
+probed from XLA); and, as XLA's verifier does, the signatures of the computations fusions,
+calls, async-starts, while loops and conditionals run (`signatures.py`). Each failure is a
+ParseError (exit 4) at file:line:col. A lenient load (`--lenient`, `lenient=True`) skips them
+but the signatures, which every analysis relies on, for hand-edited modules; it never skips
+syntax or truncation errors, and warns of what it let through that old XLAs wrote
+(`lenient_warnings`: `api_version=API_VERSION_UNSPECIFIED`).
 
 One pass over the instructions: attributes are looked at only where a regex over the text after the
 operands finds a key that needs it, and what passed once (a constant's literal for its shape, an

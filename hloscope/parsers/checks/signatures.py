@@ -102,6 +102,8 @@ def _check_while(module: HloModule, instruction: Instruction, defined: _Operands
 def _check_conditional(module: HloModule, instruction: Instruction, defined: _Operands) -> None:
     names = instruction.called_computations  # branch_computations, or true then false
     shapes = _operand_shapes(instruction, defined)
+    if not shapes:
+        _fail(instruction, "expects at least 1 operands (the branch index), but has 0 operands")
     if len(shapes) != len(names) + 1:
         _fail(instruction, f"has {len(names)} branch(es) and {len(shapes) - 1} branch "
                            "operand(s); it takes one per branch after the branch index")
