@@ -48,25 +48,25 @@ DKV_OUT = (f"(f32[{B},128,{D}], f32[{B},256,{D}], f32[{B},256,{DV}], bf16[{B},4,
 
 MODULE = f"""HloModule splash
 
-%body (t: (s32[], {Q})) -> (s32[], {Q}) {{
-  %t = (s32[], {Q}) parameter(0)
+%body (t: (s32[], {Q}, {KV}, {VV})) -> (s32[], {Q}, {KV}, {VV}) {{
+  %t = (s32[], {Q}, {KV}, {VV}) parameter(0)
   %i = s32[] get-tuple-element(%t), index=0
   %q = {Q} get-tuple-element(%t), index=1
-  %k = {KV} parameter(1)
+  %k = {KV} get-tuple-element(%t), index=2
   %next = {MASK} constant({{...}})
   %blocks = {MASK} constant({{...}})
   %seq = s32[{S},128] iota(), iota_dimension=0
-  %v = {VV} parameter(2)
+  %v = {VV} get-tuple-element(%t), index=3
   %fwd = {FWD_OUT} custom-call(%next, %blocks, %q, %k, %v, %seq),
     custom_call_target="tpu_custom_call", {metadata(block_q=256, block_kv=512)},
     {op_name("splash_mqa_fwd_residuals")}
   %one = s32[] constant(1)
   %j = s32[] add(%i, %one)
-  ROOT %r = (s32[], {Q}) tuple(%j, %q)
+  ROOT %r = (s32[], {Q}, {KV}, {VV}) tuple(%j, %q, %k, %v)
 }}
 
-%cond (c: (s32[], {Q})) -> pred[] {{
-  %c = (s32[], {Q}) parameter(0)
+%cond (c: (s32[], {Q}, {KV}, {VV})) -> pred[] {{
+  %c = (s32[], {Q}, {KV}, {VV}) parameter(0)
   %n = s32[] get-tuple-element(%c), index=0
   %three = s32[] constant(3)
   ROOT %lt = pred[] compare(%n, %three), direction=LT
@@ -84,8 +84,8 @@ ENTRY %main (q: {Q}, k: {KV}, v: {VV}, lse: {LSE}, do: bf16[{B},{G},{S},{DV}], d
   %next = {MASK} constant({{...}})
   %blocks = {MASK} constant({{...}})
   %zero = s32[] constant(0)
-  %init = (s32[], {Q}) tuple(%zero, %q)
-  %loop = (s32[], {Q}) while(%init), condition=%cond, body=%body,
+  %init = (s32[], {Q}, {KV}, {VV}) tuple(%zero, %q, %k, %v)
+  %loop = (s32[], {Q}, {KV}, {VV}) while(%init), condition=%cond, body=%body,
     backend_config={{"known_trip_count":{{"n":"3"}}}}
   %seq = s32[{S},128] iota(), iota_dimension=0
   %dq = {DQ_OUT} custom-call(%next, %blocks, %q, %k, %v, %lse, %do, %di, %seq),
