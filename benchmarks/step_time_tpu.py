@@ -77,6 +77,8 @@ def seed70b() -> list[str]:
                      f"{row['reason']}")
         if row.get("host_link_line"):
             lines.append(f"  host link: {row['host_link_line']}")
+        if step.get("seconds_without_host"):
+            lines += host_wait(result, variant)
     return lines
 
 
@@ -101,7 +103,41 @@ def maxtext() -> list[str]:
                          f"{mfu({**row, 'step_seconds': free}, peak):.1%}")
         if row.get("host_link_line"):
             lines.append(f"  host link: {row['host_link_line']}")
+        if free:
+            lines += host_wait(result, variant)
     return lines
+
+
+def host_wait(result: Any, variant: str) -> list[str]:
+    """Where `variant`'s program waits on the host link: its exposed host time, and for its
+    largest transfer the compute libtpu's schedule puts between the start and the done."""
+    from hloscope.analyses.summary.variant import collective_links, per_op_step
+    from hloscope.loader.build import load_build
+
+    folder = next(o.folder for o in result.outcomes if o.case.variant.name == variant)
+    loaded = load_build(Path(folder))
+    assert loaded.module is not None
+    timed = per_op_step(loaded, "bfloat16", collective_links(loaded.module, loaded.build))
+    assert timed is not None
+    busy = {k: v for k, v in timed.link_busy_seconds.items() if k.startswith("host")}
+    exposed = {k: v for k, v in timed.exposed_by_link.items() if k.startswith("host")}
+    largest = max((op for op in timed.ops if op.kind == "host transfer"),
+                  key=lambda op: op.total_seconds)
+    records = {op.name: op for op in timed.ops if op.computation == largest.computation}
+    window, started = 0.0, False
+    for instruction in loaded.module.computation(largest.computation).instructions:
+        if instruction.name == largest.name:
+            started = True
+        elif started and largest.name in instruction.operands:
+            break
+        elif started and instruction.name in records and \
+                records[instruction.name].kind not in ("host transfer", "collective"):
+            window += records[instruction.name].seconds
+    return [f"  host link busy {sum(busy.values()):.3f} s, exposed {sum(exposed.values()):.3f} s "
+            f"({', '.join(f'{k} {v:.3f} s' for k, v in exposed.items())})",
+            f"  largest transfer: {largest.name} in {largest.computation} x {largest.executions}, "
+            f"{largest.seconds * 1e3:.2f} ms each at the default link; libtpu's schedule waits "
+            f"for it after {window * 1e3:.2f} ms of compute"]
 
 
 def ici70b() -> list[str]:
