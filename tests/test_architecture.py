@@ -57,9 +57,11 @@ def _targets(node: ast.Import | ast.ImportFrom, importer: str, is_package: bool)
         origin = ".".join(base + ([node.module] if node.module else []))
     else:
         origin = node.module or ""
-    for alias in node.names:  # `from pkg import module` imports the module
+    for alias in node.names:  # `from pkg import module` imports the module, read from pkg
         candidate = f"{origin}.{alias.name}"
-        yield candidate if candidate in modules() else origin
+        if candidate in modules():
+            yield candidate
+        yield origin
 
 
 @cache

@@ -25,9 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import hloscope.parsers.trace.device_ops as ops
 from hloscope.errors import ParseError, SourceLocation
 from hloscope.model.trace import PS_PER_US, StepMark, Trace
-from hloscope.parsers.trace import device_ops as ops
 from hloscope.parsers.trace.device_ops import RawEvent, SpanFinder
 from hloscope.parsers.trace.xplane import TENSORFLOW_OPS_LINE, kernel_op_name
 from hloscope.parsers.xla_memory.reading import read_bytes

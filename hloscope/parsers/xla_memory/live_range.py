@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hloscope.model.xla_memory import LiveInterval, LiveRangeDump, PeakValue, StackNode
-from hloscope.parsers.xla_memory import stack_tree
 from hloscope.parsers.xla_memory.reading import error_at, read_text, shape_index, spaced_int
+from hloscope.parsers.xla_memory.stack_tree import HEADER, parse_header, parse_tree
 
 _HEADER = re.compile(r"^HloLiveRange \(max (\d+)\):$")
 _SEQUENCE_ITEM = re.compile(r"^    (\d+):(.+)$")
@@ -126,10 +126,10 @@ def _peak_value(line: str, number: int, source: str, before: list[PeakValue]) ->
 
 def _stack(lines: Sequence[str], number: int, source: str,
            ) -> tuple[int | None, tuple[StackNode, ...], int]:
-    if number >= len(lines) or not lines[number].startswith(stack_tree.HEADER):
+    if number >= len(lines) or not lines[number].startswith(HEADER):
         return None, (), number
-    total = stack_tree.parse_header(lines[number], number + 1, source)
-    nodes, number = stack_tree.parse_tree(lines, number + 1, source)
+    total = parse_header(lines[number], number + 1, source)
+    nodes, number = parse_tree(lines, number + 1, source)
     return total, nodes, number
 
 
