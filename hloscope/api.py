@@ -311,8 +311,8 @@ def build_spec(model: str | StepFactory = "tiny", policy: str = "none", target: 
     else:
         assert isinstance(model, str)
         config = config or preset_config(model, **overrides)
-        variant = parse_variant(policy, config)
         assert not isinstance(config, StepConfig)
+        variant = parse_variant(policy, config)
         config.check_placement(parsed.backend, parsed.num_devices // config.tensor_parallel)
     spec = BuildSpec(model, variant.name, parsed.spec, variant.apply(config),
                      flags=_compile_flags(xla_flags))
@@ -439,6 +439,7 @@ def sweep_request(model: str | StepFactory = "tiny", policies: str | Sequence[st
     """What `sweep` runs, from its arguments (the CLI builds its request here too)."""
     from hloscope.spec.policies import parse_variants
     from hloscope.spec.presets import preset_config
+    from hloscope.spec.step import StepConfig
     from hloscope.spec.targets import target_spec
     from hloscope.sweeps.core import SweepRequest
     from hloscope.sweeps.executors import ExecutorSpec
@@ -456,6 +457,7 @@ def sweep_request(model: str | StepFactory = "tiny", policies: str | Sequence[st
     else:
         assert isinstance(model, str)
         config = config or preset_config(model, **overrides)
+        assert not isinstance(config, StepConfig)
         variants = parse_variants(policies, config)
     return SweepRequest(
         model=model, base=config, variants=tuple(variants),

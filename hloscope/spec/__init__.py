@@ -1,6 +1,8 @@
 """What is compiled, without jax: the layer below the analyses that names a workload.
 
     config.py    the transformer's configuration and its closed-form parameter count
+    config_kind.py  either config kind (the transformer's, a user step's) as variants and grids
+                 change it
     presets.py   tiny, gpt2-small, llama-1b/8b/70b
     policies.py  remat variant names (`full`, `nested:4`, `partial:16+unrolled`, `all`,
                  `names:qkv=device,attn_out=offload`, ...)

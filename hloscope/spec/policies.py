@@ -60,6 +60,7 @@ from hloscope.spec.config import (
     REMAT_POLICIES,
     TransformerConfig,
 )
+from hloscope.spec.config_kind import ConfigT
 from hloscope.spec.tensors import (
     CHOICES,
     EVERY,
@@ -97,8 +98,9 @@ class Variant:
     name: str
     overrides: dict[str, Any] = field(default_factory=dict)
 
-    def apply(self, config: TransformerConfig) -> TransformerConfig:
-        """`config` with this variant's remat options (and layout) instead of its own."""
+    def apply(self, config: ConfigT) -> ConfigT:
+        """`config` (of either kind) with this variant's remat options (and layout) instead of
+        its own."""
         values = {"remat": "none", "remat_block": 0, "remat_layers": None, **self.overrides}
         return dataclasses.replace(config, **values)
 

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig
+from hloscope.spec.config_kind import ConfigKind, ConfigT
 from hloscope.spec.policies import Variant
 
 
@@ -27,7 +27,7 @@ class Grid:
     batches: tuple[int, ...]
 
     @classmethod
-    def single(cls, config: TransformerConfig) -> Grid:
+    def single(cls, config: ConfigKind) -> Grid:
         return cls((config.seq_len,), (config.batch,))
 
     @property
@@ -56,7 +56,7 @@ class Case:
         return self.name.replace(":", "-").replace("+", "-").replace("@", "-").replace(
             ",", "-").replace("=", "")
 
-    def config(self, base: TransformerConfig, batch: int) -> TransformerConfig:
+    def config(self, base: ConfigT, batch: int) -> ConfigT:
         return dataclasses.replace(self.variant.apply(base), batch=batch,
                                    seq_len=self.point.seq_len)
 

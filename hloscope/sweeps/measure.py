@@ -107,10 +107,11 @@ def measure(result: SweepResult, count: int, steps: int, folder: Path, platform:
     chosen = candidates(result, count)
     working = max((o.figures.required_bytes or 0 for o in chosen), default=0)
     predict = cpu_predictor(working) if platform == "cpu" else None
+    base = result.request.base
+    assert not isinstance(base, StepConfig), "measurable_platform refuses a --step sweep"
     measured = []
     for outcome in chosen:
-        config = outcome.case.config(result.request.base,  # type: ignore[arg-type]
-                                     outcome.figures.batch)
+        config = outcome.case.config(base, outcome.figures.batch)
         run_folder = folder / MEASURED_FOLDER / outcome.case.file_name
         spec = ProfileSpec(result.request.model, outcome.case.variant.name, config, steps,
                            platform)
