@@ -33,6 +33,8 @@ class FramedTable(Protocol):
 
 TablesFactory = Callable[[Any], Sequence[FramedTable]]
 Factory = TypeVar("Factory", bound=TablesFactory)
+View = Callable[[Any, str], str]
+ViewFactory = TypeVar("ViewFactory", bound=View)
 
 _FACTORIES: dict[type, TablesFactory] = {}
 
@@ -60,14 +62,14 @@ def result_tables(result: Any) -> Sequence[FramedTable]:
     return tables_factory(type(result))(result)
 
 
-_VIEWS: dict[type, Callable[[Any, str], str]] = {}
+_VIEWS: dict[type, View] = {}
 
 
-def register_view(result_class: type) -> Callable[[Factory], Factory]:
+def register_view(result_class: type) -> Callable[[ViewFactory], ViewFactory]:
     """A decorator registering `view(result, kind) -> str` for `result_class` (and subclasses):
     the result as "html" (a fragment: tables and charts) or "markdown". The reports layer fills
     it (`hloscope.reports.notebook`), as it fills the tables registry."""
-    def register(view: Factory) -> Factory:
+    def register(view: ViewFactory) -> ViewFactory:
         _VIEWS[result_class] = view
         return view
     return register

@@ -35,9 +35,12 @@ if TYPE_CHECKING:
     from hloscope.model.module import HloModule
 
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
+Rewrapped = Callable[..., Any]
+"""A command function wrapped by a decorator that takes other keywords than it passes on (the
+options it adds in, the values it makes out): not the type it was given."""
 
 
-def output_options(command: CommandFunction) -> CommandFunction:
+def output_options(command: Callable[..., Any]) -> Rewrapped:
     """Adds --format, -o/--output and --force; passes `fmt` (a format name), `output`, `force`."""
 
     @functools.wraps(command)
@@ -58,7 +61,7 @@ def output_options(command: CommandFunction) -> CommandFunction:
                            type=click.Choice(format_names(), case_sensitive=False),
                            help=f"Output format: {describe_formats()}. Default: {DEFAULT_FORMAT}, "
                                 "or the one -o FILE's suffix names.")(checked)
-    return checked  # type: ignore[return-value]
+    return checked
 
 
 DEFAULT_WIDTH = 120
@@ -155,12 +158,12 @@ def lenient_option(command: CommandFunction) -> CommandFunction:
     return click.option("--lenient", is_flag=True, help=LENIENT_HELP)(command)
 
 
-def hlo_input(*names: str) -> Callable[[CommandFunction], CommandFunction]:
+def hlo_input(*names: str) -> Callable[[Callable[..., Any]], Rewrapped]:
     """Adds one HLO argument per name (default "hlo"), --module NAME and --lenient, and passes each
     as an `HloInput` keyword of that name. Both options apply to every input (e.g. diff's two)."""
     arguments = names or ("hlo",)
 
-    def decorate(command: CommandFunction) -> CommandFunction:
+    def decorate(command: Callable[..., Any]) -> Rewrapped:
         @functools.wraps(command)
         def collected(*args: Any, module: str | None, lenient: bool, **kwargs: Any) -> Any:
             for name in arguments:
@@ -173,6 +176,6 @@ def hlo_input(*names: str) -> Callable[[CommandFunction], CommandFunction]:
                                       "(module name, file name or program id).")(collected)
         for name in reversed(arguments):
             collected = click.argument(name, metavar=name.upper())(collected)
-        return collected  # type: ignore[return-value]
+        return collected
 
     return decorate

@@ -33,5 +33,5 @@ def command(a: HloInput, b: HloInput, device: str | None, top: int, fmt: str,
 
 def _labels(a: HloInput, b: HloInput) -> tuple[str, str]:
     """The inputs' file or folder names; their paths as given when the names are the same."""
-    names = tuple("<stdin>" if hlo.source == "-" else Path(hlo.source).name for hlo in (a, b))
-    return (a.source, b.source) if names[0] == names[1] else names  # type: ignore[return-value]
+    name_a, name_b = ("<stdin>" if hlo.source == "-" else Path(hlo.source).name for hlo in (a, b))
+    return (a.source, b.source) if name_a == name_b else (name_a, name_b)

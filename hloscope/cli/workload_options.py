@@ -23,6 +23,9 @@ from hloscope.sweeps.grid import Grid, parse_int_list
 from hloscope.workloads.cache import default_cache_dir
 
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
+Rewrapped = Callable[..., Any]
+"""A command function wrapped by a decorator that takes other keywords than it passes on (the
+options it adds in, the values it makes out): not the type it was given."""
 
 _OVERRIDES = (  # (option, config field, help)
     ("--layers", "n_layers", "Number of layers."),
@@ -41,23 +44,23 @@ _OVERRIDES = (  # (option, config field, help)
 _GRID_OPTIONS = {"seq_len": "--seq", "batch": "--batch"}  # config field -> option
 
 
-def model_options(command: CommandFunction) -> CommandFunction:
+def model_options(command: Callable[..., Any]) -> Rewrapped:
     """--model, the size overrides, dtypes, sharding and layout; passes `config` and `model`."""
     return _model_options(command, grid=False)
 
 
-def step_model_options(command: CommandFunction) -> CommandFunction:
+def step_model_options(command: Callable[..., Any]) -> Rewrapped:
     """model_options with --step (a user's factory instead of --model); passes `step` too."""
     return _model_options(command, grid=False, step=True)
 
 
-def grid_model_options(command: CommandFunction) -> CommandFunction:
+def grid_model_options(command: Callable[..., Any]) -> Rewrapped:
     """model_options whose --seq and --batch take comma-separated lists; also passes `grid`
     (and takes --step)."""
     return _model_options(command, grid=True, step=True)
 
 
-def _model_options(command: CommandFunction, grid: bool, step: bool = False) -> CommandFunction:
+def _model_options(command: Callable[..., Any], grid: bool, step: bool = False) -> Rewrapped:
     @functools.wraps(command)
     def collected(*args: Any, model: str | None, param_dtype: str | None,
                   compute_dtype: str | None, fsdp: bool | None, scan: bool | None,
@@ -106,7 +109,7 @@ def _model_options(command: CommandFunction, grid: bool, step: bool = False) -> 
     ]
     for option in options:
         collected = option(collected)
-    return collected  # type: ignore[return-value]
+    return collected
 
 
 # Memory-efficient model options (issue 16): attention, loss, gradient accumulation.
@@ -190,7 +193,7 @@ def model_config(model: str, **overrides: Any) -> TransformerConfig:
     return preset_config(model, **overrides)
 
 
-def target_option(command: CommandFunction) -> CommandFunction:
+def target_option(command: Callable[..., Any]) -> Rewrapped:
     """--target with the multislice and flag options (--num-slices, --allow-any-topology,
     --xla-flag); passes `target` (the canonical target string, slices included) and
     `xla_flags`."""
@@ -218,7 +221,7 @@ def target_option(command: CommandFunction) -> CommandFunction:
     ]
     for option in options:
         collected = option(collected)
-    return collected  # type: ignore[return-value]
+    return collected
 
 
 # --- the multislice mesh (MaxText's names): build and sweep ---------------------------------
@@ -233,7 +236,7 @@ _MESH_OPTIONS = (  # (option, parameter, help): config fields, but the last is t
 )
 
 
-def mesh_options(command: CommandFunction) -> CommandFunction:
+def mesh_options(command: Callable[..., Any]) -> Rewrapped:
     """The mesh options; applied to the `config` that model_options passes (put it below, and
     above target_option: `--mesh` is checked against the target's devices)."""
 
@@ -266,7 +269,7 @@ def mesh_options(command: CommandFunction) -> CommandFunction:
              "fsdp, tensor and ici_data inside one; unstated, dcn_data is the number of "
              "slices, fsdp and tensor 1, ici_data the rest; the sizes must multiply to the "
              "target's devices. Instead of the three options below.")(collected)
-    return collected  # type: ignore[return-value]
+    return collected
 
 
 def _mesh_text_values(text: str, kwargs: dict[str, Any]) -> dict[str, int]:
@@ -290,7 +293,7 @@ def format_option(command: CommandFunction) -> CommandFunction:
         help=f"Report format on standard output: {describe_formats()}.")(command))
 
 
-def cache_options(command: CommandFunction) -> CommandFunction:
+def cache_options(command: Callable[..., Any]) -> Rewrapped:
     """--cache-dir and --no-cache; passes `cache_root` (None: no cache)."""
 
     @functools.wraps(command)
@@ -306,10 +309,10 @@ def cache_options(command: CommandFunction) -> CommandFunction:
     ]
     for option in options:
         collected = option(collected)
-    return collected  # type: ignore[return-value]
+    return collected
 
 
-def executor_options(command: CommandFunction) -> CommandFunction:
+def executor_options(command: Callable[..., Any]) -> Rewrapped:
     """--executor, --address, --task-memory; passes `executor` (an ExecutorSpec)."""
 
     @functools.wraps(command)
@@ -333,4 +336,4 @@ def executor_options(command: CommandFunction) -> CommandFunction:
     ]
     for option in options:
         collected = option(collected)
-    return collected  # type: ignore[return-value]
+    return collected

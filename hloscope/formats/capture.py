@@ -85,4 +85,5 @@ def read_capture(folder: Path) -> CaptureInfo | None:
     data = read_json(folder / CAPTURE_FILE)
     if not isinstance(data, dict) or data.get("schema") != CAPTURE_SCHEMA:
         return None
-    return CaptureInfo(**{name: data.get(name) for name in _FIELDS})
+    fields: dict[str, Any] = {name: data.get(name) for name in _FIELDS}  # as the JSON has them
+    return CaptureInfo(**fields)

@@ -10,7 +10,7 @@ loaded. Long tables are capped like the commands' defaults (`TOP` rows, the rest
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from html import escape
 
 from hloscope.analyses.cost.flops import FlopsResult
@@ -60,7 +60,7 @@ VIEW_STYLE = f"""
 Chart = Callable[[], str]
 
 
-def view(report: Report, kind: str, charts: list[Chart] = ()) -> str:  # type: ignore[assignment]
+def view(report: Report, kind: str, charts: Sequence[Chart] = ()) -> str:
     """The report as an HTML fragment with its charts, or as Markdown."""
     if kind == "markdown":
         return markdown.render(report)

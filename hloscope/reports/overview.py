@@ -9,7 +9,7 @@ from hloscope.formats.sweep import SweepRecord
 from hloscope.reports.cells import not_available
 from hloscope.reports.flops import breakdown_table, closed_form_notes
 from hloscope.reports.memory import group_table, live_table, peak_position
-from hloscope.reports.report import Column, Quantity, Report, Table
+from hloscope.reports.report import Column, Quantity, Report, SummaryValue, Table
 
 _COMPARISON_COLUMNS = [
     Column("input", "input"), Column("backend", "backend"), Column("fits", "fits"),
@@ -106,10 +106,11 @@ def sweep_verdict_report(sweep: SweepRecord) -> Report:
     """The verdict of a `hloscope sweep -o DIR` folder, from its sweep.json."""
     winner = sweep.winner
     row = next((r for r in sweep.variants if r.variant == winner), None)
-    summary = [("model", sweep.model or ""), ("target", sweep.target or ""),
-               ("capacity per device", Quantity(sweep.capacity_bytes, "bytes")),
-               ("fastest that fits", winner or "none: no variant fits"),
-               ("why", row.row.get("reason", "") if row else "")]
+    summary: list[tuple[str, SummaryValue]] = [
+        ("model", sweep.model or ""), ("target", sweep.target or ""),
+        ("capacity per device", Quantity(sweep.capacity_bytes, "bytes")),
+        ("fastest that fits", winner or "none: no variant fits"),
+        ("why", row.row.get("reason", "") if row else "")]
     rows = [{**r.row, "fits": "?" if r.fits is None else r.fits} for r in sweep.variants]
     return Report(name="sweep", title="Sweep verdict: the fastest variant that fits",
                   summary=summary, tables=[Table("variants", "Variants", _SWEEP_COLUMNS, rows)],

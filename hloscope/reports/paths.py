@@ -35,8 +35,8 @@ def relative_sources(locations: Iterable[str], cwd: str | None = None) -> dict[s
             shown[location] = _join(short, location)
     base = _common_parent([PurePosixPath(_split(loc)[0]) for loc in rest])
     for location in rest:
-        path = PurePosixPath(_split(location)[0])
-        shown[location] = _join(str(path.relative_to(base)), location)
+        full = PurePosixPath(_split(location)[0])
+        shown[location] = _join(str(full.relative_to(base)), location)
     return shown
 
 

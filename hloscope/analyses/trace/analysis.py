@@ -26,6 +26,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from hloscope.analyses.cost import CostAnalysis, CostOptions
 from hloscope.analyses.cost.attribution import charges
@@ -127,9 +128,10 @@ class TraceResult(Rendered):
     joined: list[JoinedEvent] = field(default_factory=list, repr=False)  # not in JSON
     labels: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)  # not in JSON
 
-    def rows(self, by: str) -> list:
-        return {"op": self.by_op, "phase": self.by_phase, "scope": self.by_scope,
-                "layer": self.by_layer}[by]
+    def rows(self, by: str) -> list[Any]:
+        tables: dict[str, list[Any]] = {"op": self.by_op, "phase": self.by_phase,
+                                        "scope": self.by_scope, "layer": self.by_layer}
+        return tables[by]
 
     def to_dict(self) -> dict:
         data = asdict(replace(self, joined=[], labels={}))
@@ -189,7 +191,7 @@ def _main_program(joined: Join, index: ProgramIndex, wanted: str | None) -> Trac
                 return program
         names = ", ".join(f"{p.name} ({p.program_id})" for p in index.programs)
         raise InputError(f"no program {wanted!r} in the trace's HLO; it has: {names}")
-    time = Counter()
+    time: Counter[int] = Counter()
     for event in joined.matched:
         time[id(event.program)] += event.self_ps
     if not time:
@@ -239,11 +241,11 @@ def _utilisation(total_flops: int, recompute_flops: int, step_us: list[float],
 def _op_rows(events: list[JoinedEvent], executions: dict[str, int], op_ps: int) -> list[OpRow]:
     grouped: dict[str, list[JoinedEvent]] = {}
     for joined in events:
-        grouped.setdefault(joined.instruction.name, []).append(joined)
+        grouped.setdefault(joined.matched_instruction.name, []).append(joined)
     rows = []
     for name, group in grouped.items():
         total = sum(j.self_ps for j in group)
-        instruction = group[0].instruction
+        instruction = group[0].matched_instruction
         rows.append(OpRow(name, instruction.opcode, group[0].computation, len(group),
                           executions.get(name, 0), total / PS_PER_US,
                           total / len(group) / PS_PER_US, total / op_ps if op_ps else 0.0,
@@ -281,7 +283,7 @@ def _program_rows(joined: Join, main: TraceProgram) -> list[ProgramRow]:
 
 def _count_mismatches(events: list[JoinedEvent], executions: dict[str, int],
                       runs: int) -> list[str]:
-    counts = Counter(j.instruction.name for j in events)
+    counts = Counter(j.matched_instruction.name for j in events)
     return [f"{name}: {count} events, expected {executions.get(name, 0)} x {runs} runs"
             for name, count in sorted(counts.items())
             if count % max(runs, 1) or count // max(runs, 1) % max(executions.get(name, 1), 1)]

@@ -43,7 +43,7 @@ def _scope_slices(result: TraceResult) -> list[dict[str, Any]]:
     for joined in result.joined:
         event = joined.event
         tid = threads.setdefault(event.line, len(threads) + 1)
-        instruction = joined.instruction.name
+        instruction = joined.matched_instruction.name
         scope, phase = result.labels.get(instruction, ("", ""))
         slices.append({"ph": "X", "pid": PID, "tid": tid, "name": scope or instruction,
                        "cat": phase, "ts": event.start_ps / PS_PER_US,
@@ -60,7 +60,7 @@ def _scope_totals(result: TraceResult) -> list[dict[str, Any]]:
     counters = []
     for run in group_runs(result.joined, []):
         for joined in run.events:
-            scope = result.labels.get(joined.instruction.name, ("", ""))[0]
+            scope = result.labels.get(joined.matched_instruction.name, ("", ""))[0]
             totals[scope] += joined.self_ps / PS_PER_US
         end = max(j.event.end_ps for j in run.events) / PS_PER_US
         counters.append({"ph": "C", "pid": PID, "name": "self time by scope (µs)", "ts": end,
@@ -72,7 +72,7 @@ def _live_bytes(result: TraceResult, timeline: list[TimelineStep]) -> list[dict[
     live = {step.instruction: step.live_bytes for step in timeline}
     counters = []
     for joined in result.joined:
-        name = joined.instruction.name
+        name = joined.matched_instruction.name
         if name in live:
             counters.append({"ph": "C", "pid": PID, "name": "live bytes",
                              "ts": joined.event.start_ps / PS_PER_US,

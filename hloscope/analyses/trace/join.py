@@ -47,6 +47,14 @@ class JoinedEvent:
     instruction: Instruction | None = None
     self_ps: int = 0
 
+    @property
+    def matched_instruction(self) -> Instruction:
+        """The instruction of an event of `Join.matched`, which the time split, the op rows and
+        the exports take (an unmatched event has none: a ValueError)."""
+        if self.instruction is None:
+            raise ValueError(f"the event {self.event.name!r} names no instruction of the HLO")
+        return self.instruction
+
 
 IN_COMMAND_BUFFERS = "library kernels inside CUDA graphs (command buffers)"
 NAMES_NO_INSTRUCTION = "events whose names the HLO given does not have"

@@ -111,7 +111,7 @@ def split_time(events: list[JoinedEvent], shares: dict[int, list[Share]], scope_
     recomputed = 0.0
     iterations = iteration_numbers(events, executions or {}, steps or [])
     for joined in events:
-        instruction = joined.instruction
+        instruction = joined.matched_instruction
         parts = shares.get(id(instruction)) or [own_share(instruction, scope_depth, prefix)]
         for share in parts:
             time = joined.self_ps * share.fraction
@@ -135,7 +135,8 @@ def iteration_numbers(events: list[JoinedEvent], executions: dict[str, int],
         event = joined.event
         run = event.run_id if event.run_id is not None else \
             bisect.bisect_right(starts, event.start_ps)
-        grouped[(id(joined.program), run, event.plane, joined.instruction.name)].append(joined)
+        name = joined.matched_instruction.name
+        grouped[(id(joined.program), run, event.plane, name)].append(joined)
     numbers = {}
     for (_, _, _, name), group in grouped.items():
         expected = executions.get(name, 0)
@@ -158,7 +159,7 @@ def event_labels(events: list[JoinedEvent], shares: dict[int, list[Share]], scop
     """Instruction name -> (scope, phase) of its largest share: how a timeline labels it."""
     labels = {}
     for joined in events:
-        instruction = joined.instruction
+        instruction = joined.matched_instruction
         if instruction.name not in labels:
             parts = shares.get(id(instruction)) or [own_share(instruction, scope_depth, prefix)]
             largest = max(parts, key=lambda share: share.fraction)

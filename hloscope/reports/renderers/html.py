@@ -15,7 +15,7 @@ from __future__ import annotations
 from html import escape
 
 from hloscope.reports.cells import human_cell, raw_cell, summary_cell
-from hloscope.reports.report import Report, SummaryValue, Table
+from hloscope.reports.report import ColumnKind, Report, SummaryValue, Table
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px;
@@ -83,8 +83,8 @@ def table_html(table: Table, level: int = 3) -> str:
             f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
 
 
-def _cell(value: object, kind: str, numeric: bool) -> str:
-    shown = escape(human_cell(value, kind))  # type: ignore[arg-type]
+def _cell(value: object, kind: ColumnKind, numeric: bool) -> str:
+    shown = escape(human_cell(value, kind))
     if not numeric:
         return f"<td>{shown}</td>"
     return f'<td class="num" data-value="{escape(str(raw_cell(value)))}">{shown}</td>'

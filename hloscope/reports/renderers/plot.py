@@ -85,7 +85,9 @@ def render_svg(draw: Callable[[Any], None], **subplots: Any) -> str:
     pyplot = load_pyplot()
     import matplotlib
 
-    with matplotlib.rc_context(SVG_STYLE):
+    # matplotlib's stubs want rcParams names as a Literal (matplotlib.typing.RcKeyType, not in
+    # the 3.8 the dependency allows), which a dict[str, str] constant is not
+    with matplotlib.rc_context(SVG_STYLE):  # type: ignore[arg-type]
         figure, axes = pyplot.subplots(**subplots)
         try:
             draw(axes)
