@@ -125,7 +125,7 @@ def oom(module: ModuleLike, device: str | None = None, capacity: int | str | Non
     offloaded = record is not None and sweep_offloads_optimizer(record.data.get("config"))
     build = inputs.program.given_build
     step = build is not None and build.model_config is None  # a user's step: no closed forms
-    if step and rows is not None:
+    if step and build is not None and rows is not None:
         rows = [row for row in rows if row.variant != build.variant]
     return diagnose(inputs, resolved, rows, top, offloaded, compiled_only=step)
 

@@ -335,12 +335,13 @@ def _model_notes(request: SweepRequest) -> list[str]:
 
 def closed_form_notes(outcomes: list[VariantOutcome]) -> list[str]:
     """Which variants' FLOPs (and so step estimates) include Pallas kernels' closed forms."""
-    costed = [o for o in outcomes if o.figures.hlo and o.figures.hlo.closed_form_kernels]
-    if not costed:
+    kernels_of = {o.variant: o.figures.hlo.closed_form_kernels for o in outcomes
+                  if o.figures.hlo and o.figures.hlo.closed_form_kernels}
+    if not kernels_of:
         return []
-    kernels = sorted({k for o in costed for k in o.figures.hlo.closed_form_kernels})
+    kernels = sorted({k for found in kernels_of.values() for k in found})
     return ["FLOPs include the closed forms of Pallas kernels XLA counts as nothing ("
-            + ", ".join(kernels) + ") for: " + ", ".join(o.variant for o in costed)]
+            + ", ".join(kernels) + ") for: " + ", ".join(kernels_of)]
 
 
 def _search_notes(request: SweepRequest, outcome: VariantOutcome) -> list[str]:

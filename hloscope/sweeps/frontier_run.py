@@ -114,7 +114,7 @@ class _BatchCompiler:
         self.request = request
         self.block = block
         self.compiles = 0
-        self.known: dict[tuple[str, int], tuple[int | None, Path | None, float | None]] = {}
+        self.known: dict[tuple[str, int], tuple[int | None, str | None, float | None]] = {}
         self.rounds = itertools.count(1)
 
     def __call__(self, policies: list[str], batch: int) -> tuple[dict[str, tuple], int]:
@@ -131,8 +131,7 @@ class _BatchCompiler:
             result = run_sweep(sub)
             for o in result.outcomes:
                 self.known[o.case.variant.name, batch] = (
-                    o.figures.required_bytes if o.figures.status == "ok" else None,
-                    None if o.folder is None else Path(o.folder),
+                    o.figures.required_bytes if o.figures.status == "ok" else None, o.folder,
                     _step_seconds(o.figures))
             made = result.compiles + result.cache_hits
             self.compiles += made
