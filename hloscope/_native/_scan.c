@@ -767,9 +767,9 @@ fail:
     return NULL;
 }
 
-/* _check_called's first step: the values `_CALLED_VALUES.findall` finds from `from` (a key
- * naming computations after `,` or a blank, `=`, then `{...}` or a name), and every name in them
- * (_NAME_IN_LIST) a key of `above`. 1 when all are, 0 when one is not, -1 on error. */
+/* _check_called's first step: every key naming computations from `from` (_CALLED_KEY_AT: after
+ * `,` or a blank, then `=`) has a value it can trust (_CALLED_VALUE) whose every name
+ * (_NAME_IN_LIST) is a key of `above`. 1 when all are, 0 when one is not, -1 on error. */
 static const char *CALLED_KEYS[] = {"calls", "to_apply", "body", "condition",
                                     "branch_computations", "true_computation",
                                     "false_computation", "select", "scatter",
@@ -791,6 +791,33 @@ static int names_known(const char *s, Py_ssize_t a, Py_ssize_t b, PyObject *abov
         if (found <= 0) return found;
     }
     return 1;
+}
+
+/* _CALLED_VALUE: the end of a called value at q that the first step can trust, `{%a, %b}` or
+ * `%name` followed by a blank, `,` or the end (names of name characters); -1 for any other. */
+static Py_ssize_t called_value_end(const char *s, Py_ssize_t q, Py_ssize_t n) {
+    Py_ssize_t r = q;
+    if (r < n && s[r] == '{') {
+        r++;
+        while (r < n && is_space(s[r])) r++;
+        if (r < n && s[r] == '}') return r + 1;
+        for (;;) {
+            if (r < n && s[r] == '%') r++;
+            Py_ssize_t word = r;
+            while (r < n && is_name_char(s[r])) r++;
+            if (r == word) return -1;
+            while (r < n && is_space(s[r])) r++;
+            if (r < n && s[r] == '}') return r + 1;
+            if (r >= n || s[r] != ',') return -1;
+            r++;
+            while (r < n && is_space(s[r])) r++;
+        }
+    }
+    if (r < n && s[r] == '%') r++;
+    Py_ssize_t word = r;
+    while (r < n && is_name_char(s[r])) r++;
+    if (r == word || (r < n && s[r] != ',' && !is_space(s[r]))) return -1;
+    return r;
 }
 
 static int called_known(const char *s, Py_ssize_t from, Py_ssize_t n, PyObject *above) {
@@ -819,23 +846,8 @@ static int called_known(const char *s, Py_ssize_t from, Py_ssize_t n, PyObject *
         }
         q++;
         while (q < n && is_space(s[q])) q++;
-        Py_ssize_t v = q, v_end = -1;
-        if (q < n && s[q] == '{') {
-            Py_ssize_t r = q + 1;
-            while (r < n && s[r] != '{' && s[r] != '}') r++;
-            if (r < n && s[r] == '}') v_end = r + 1;
-        }
-        if (v_end < 0) {
-            Py_ssize_t r = q;
-            if (r < n && s[r] == '%') r++;
-            Py_ssize_t word = r;
-            while (r < n && is_name_char(s[r])) r++;
-            if (r > word) v_end = r;
-        }
-        if (v_end < 0) {
-            i++;
-            continue;
-        }
+        Py_ssize_t v = q, v_end = called_value_end(s, q, n);
+        if (v_end < 0) return 0; /* not a value this step can trust: the attribute split decides */
         int known = names_known(s, v, v_end, above);
         if (known <= 0) return known;
         i = v_end;

@@ -117,3 +117,22 @@ def test_loop_body_root_of_another_shape(tmp_path: Path) -> None:
     error = _refused(text, tmp_path)
     assert error.location.line == _WHILE_LINE
     assert "is not that of body's root t" in error.message
+
+
+_CONDITIONAL = ("ROOT %c = f32[4]{0} conditional(%q, %out, %out), true_computation=%left, "
+                "false_computation=%right")
+
+
+@pytest.mark.parametrize("callee", ["\u1bfcleft", "!left", "left!", "(f32[], (s32[]))%left",
+                                    "{%left!, %right}"])
+def test_called_computation_that_is_not_a_name(callee: str, tmp_path: Path) -> None:
+    # Once a KeyError in the analyses: the check that callees exist trusted a first look that
+    # skipped a value it could not read. A second conditional with the same attributes takes
+    # the C accelerator's path for the same check.
+    twice = _CONDITIONAL.replace("ROOT %c =", "%c0 =") + "\n  " + _CONDITIONAL.replace(
+        "(%q, %out, %out)", "(%q, %c0, %out)").replace("=%left", "=" + callee)
+    text = LOOPS.replace(_CONDITIONAL, twice)
+    assert text != LOOPS
+    error = _refused(text, tmp_path)
+    assert error.location.line == _line_of(LOOPS, _CONDITIONAL) + 1
+    assert "is not defined above its use" in error.message

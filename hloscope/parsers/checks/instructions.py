@@ -44,9 +44,12 @@ _PADDING = re.compile(r"-?\d+_-?\d+(?:_\d+)?(?:x-?\d+_-?\d+(?:_\d+)?)*")
 _ACCURACY_MODE = re.compile(r"\{\s*mode\s*=\s*([\w-]+)\s*\}")
 _ACCURACY_TOLERANCE = re.compile(r"\{\s*tolerance\s*=\s*\{([^{}]*)\}\s*\}")
 _CALLED_KEYS = frozenset(CALLED_COMPUTATION_KEYS)
-_CALLED_VALUES = re.compile(r"[,\s](?:" + "|".join(CALLED_COMPUTATION_KEYS) +
-                            r")\s*=\s*(\{[^{}]*\}|%?[\w.\-]+)")
-_NAME_IN_LIST = re.compile(r"%?([\w.\-]+)")
+_CALLED_KEY_AT = re.compile(r"[,\s](?:" + "|".join(CALLED_COMPUTATION_KEYS) + r")\s*=\s*")
+# A called value the first step can trust: `%name` or `{%a, %b}` whole, names of [A-Za-z0-9_.-]
+# (anything else, `᯼left` or `left!`, goes to the attribute split, which decides).
+_CALLED_VALUE = re.compile(r"\{\s*(?:%?[A-Za-z0-9_.\-]+\s*(?:,\s*%?[A-Za-z0-9_.\-]+\s*)*)?\}"
+                           r"|%?[A-Za-z0-9_.\-]+(?=[\s,]|$)")
+_NAME_IN_LIST = re.compile(r"%?([A-Za-z0-9_.\-]+)")
 # Tags a memo entry (CALLED_ONLY, opcode, *keys): keys that passed, but for the called
 # computations, which _check_called checks each time (the C accelerator's check_run reads it).
 CALLED_ONLY = "=called"
@@ -256,8 +259,11 @@ def _value_offset(instruction: Instruction, key: str, within: str = "") -> int:
 def _check_called(computations: Mapping[str, object], instruction: Instruction) -> None:
     """Called computations are defined above: found by a regex first, the attributes split only
     to confirm a name the regex found that is not (it may sit inside a string)."""
-    for value in _CALLED_VALUES.findall(instruction.text, instruction.operands_end):
-        if not all(map(computations.__contains__, _NAME_IN_LIST.findall(value))):
+    text = instruction.text
+    for match in _CALLED_KEY_AT.finditer(text, instruction.operands_end):
+        value = _CALLED_VALUE.match(text, match.end())
+        if value is None or not all(map(computations.__contains__,
+                                        _NAME_IN_LIST.findall(value.group()))):
             break
     else:
         return
