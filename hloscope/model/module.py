@@ -167,11 +167,21 @@ class HloModule:
 
     @property
     def num_partitions(self) -> int:
-        return int(self.raw_attribute("num_partitions") or 1)
+        return self._header_integer("num_partitions")
 
     @property
     def replica_count(self) -> int:
-        return int(self.raw_attribute("replica_count") or 1)
+        return self._header_integer("replica_count")
+
+    def _header_integer(self, key: str, default: int = 1) -> int:
+        """An integer header attribute (XLA's parser refuses any other value), else `default`."""
+        raw = self.raw_attribute(key)
+        if raw is None:
+            return default
+        if not _INTEGER.fullmatch(raw.strip()):
+            raise self._header_error(f"{key}: expected an integer, got '{raw.strip()}'",
+                                     self._spans()[key][0])
+        return int(raw)
 
     @property
     def entry_computation_layout(self) -> tuple[tuple[Shape, ...], Shape] | None:
@@ -194,6 +204,7 @@ class HloModule:
             return ()
         return tuple(_alias_entries(raw))
 
+_INTEGER = re.compile(r"[+-]?\d+")
 _ALIAS = re.compile(r"(\{[^}]*\})\s*:\s*\(\s*(\d+)\s*,\s*(\{[^}]*\})\s*(?:,\s*([\w-]+))?\s*\)")
 
 

@@ -136,3 +136,18 @@ def test_called_computation_that_is_not_a_name(callee: str, tmp_path: Path) -> N
     error = _refused(text, tmp_path)
     assert error.location.line == _line_of(LOOPS, _CONDITIONAL) + 1
     assert "is not defined above its use" in error.message
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+@pytest.mark.parametrize("key", ["num_partitions", "replica_count"])
+def test_header_count_that_is_not_an_integer(key: str, lenient: bool, tmp_path: Path) -> None:
+    # `num_partitions=20x`: once a ValueError in inspect and flops; XLA's parser refuses it.
+    text = LOOPS.replace("is_scheduled=true", f"is_scheduled=true, {key}=20x")
+    path = tmp_path / "m.hlo"
+    path.write_text(text)
+    with pytest.raises(ParseError) as caught:
+        module = hloscope.load(path, lenient=lenient)
+        hloscope.flops(module)
+    error = caught.value
+    assert (error.location.line, error.location.column) == (1, text.index("20x") + 1)
+    assert f"{key}: expected an integer, got '20x'" in error.message

@@ -45,6 +45,7 @@ def check_module(module: HloModule) -> None:
 
 
 def _check(module: HloModule) -> None:
+    module.num_partitions, module.replica_count  # noqa: B018  (integers, as XLA reads them)
     above: dict[str, object] = {}  # computations defined above the one checked (XLA: callees first)
     memo: set[tuple[str, ...]] = set()
     for computation in module.computations.values():
