@@ -18,6 +18,7 @@ equal. The search compiles its winner and ranks it by its own per-op step from t
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from hloscope.analyses.steptime import StepTime
@@ -88,22 +89,41 @@ class PredictedStep:
                 "host_exposed_seconds": self.host_exposed_seconds, "dominant": self.dominant}
 
 
-def predicted_step(base: BaselineStep, device: Device, compute_dtype: str,
-                   change: StepChange) -> PredictedStep | None:
-    """The candidate's step (module docstring); None where the device has no calibration."""
+@dataclass(frozen=True)
+class _Rates:
+    matmul_flops: float  # FLOP/s
+    memory_bytes: float  # bytes/s of HBM
+    host_link: float  # bytes/s each way
+    host_overlap: float
+
+
+@functools.cache
+def _rates(device: Device, compute_dtype: str) -> _Rates | None:
+    """The calibrated rates a prediction uses, resolved once per device (the search predicts
+    every candidate at every batch)."""
     calibration = calibration_for(device)
     if calibration is None:
         return None
     rates = op_rates(device, calibration, compute_dtype)
     if rates.matmul_flops is None or rates.memory_bytes is None:
         return None
+    return _Rates(rates.matmul_flops, rates.memory_bytes,
+                  host_link_rate(device, calibration).value, calibration.host_overlap.value)
+
+
+def predicted_step(base: BaselineStep, device: Device, compute_dtype: str,
+                   change: StepChange) -> PredictedStep | None:
+    """The candidate's step (module docstring); None where the device has no calibration."""
+    rates = _rates(device, compute_dtype)
+    if rates is None:
+        return None
     compute = max(0.0, base.compute_seconds * change.token_scale
                   + change.extra_flops / rates.matmul_flops
                   + STACK_HBM_PASSES * change.kept_bytes / rates.memory_bytes)
     host = 0.0
     if change.offloaded_bytes:
-        busy = change.offloaded_bytes / host_link_rate(device, calibration).value
-        hidden = calibration.host_overlap.value * change.token_scale
+        busy = change.offloaded_bytes / rates.host_link
+        hidden = rates.host_overlap * change.token_scale
         host = (max(0.0, busy - hidden * base.forward_seconds)
                 + max(0.0, busy - hidden * base.backward_seconds))
     return PredictedStep(compute + base.exposed_seconds + host, compute, base.exposed_seconds,
