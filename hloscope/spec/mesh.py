@@ -22,11 +22,24 @@ parallelism (MaxText's `ici_data_parallelism = -1`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig
 
 DATA, FSDP, TENSOR = "data", "fsdp", "tensor"
+
+
+class MeshConfig(Protocol):
+    """The config fields a mesh is planned from (TransformerConfig and a user's StepConfig)."""
+
+    @property
+    def tensor_parallel(self) -> int: ...
+    @property
+    def fsdp(self) -> bool: ...
+    @property
+    def dcn_data_parallel(self) -> int | None: ...
+    @property
+    def ici_fsdp_parallel(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -79,12 +92,12 @@ class MeshPlan:
                 "ici_tensor_parallelism": self.ici_tensor, "hybrid": self.hybrid}
 
 
-def states_mesh(config: TransformerConfig) -> bool:
+def states_mesh(config: MeshConfig) -> bool:
     """Whether the config states a mesh option (then the hybrid layout is used)."""
     return config.dcn_data_parallel is not None or config.ici_fsdp_parallel is not None
 
 
-def plan_mesh(config: TransformerConfig, num_slices: int, devices_per_slice: int) -> MeshPlan:
+def plan_mesh(config: MeshConfig, num_slices: int, devices_per_slice: int) -> MeshPlan:
     """The mesh of `config` on `num_slices` slices of `devices_per_slice` devices each;
     UsageError when the stated sizes do not multiply to the devices."""
     tensor = config.tensor_parallel

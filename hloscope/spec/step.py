@@ -233,7 +233,8 @@ def step_named(policy: str) -> str:
     """The stored name of a user step's per-tensor policy: `names:` then `*=CHOICE` when the
     last `*` chose other than remat, then the names whose choice differs from it, in the order
     given (a later item overrides an earlier one; `*` overrides every earlier item)."""
-    every, chosen = "remat", {}
+    every = "remat"
+    chosen: dict[str, str] = {}
     for key, choice in _named_items(policy):
         if key == EVERY:
             every, chosen = choice, {}

@@ -42,6 +42,7 @@ import numpy as np
 MASK_VALUE = -0.7 * float(np.finfo(np.float32).max)
 """Scores of future keys: finite (no inf - inf), far below any real score (splash's value)."""
 Blocks = tuple[int, int]  # (q_block, kv_block)
+Carry = tuple[jax.Array, jax.Array, jax.Array]  # a scan's three accumulators
 
 
 def block_pairs(seq: int, q_block: int, kv_block: int) -> np.ndarray:
@@ -97,7 +98,7 @@ def _flash_forward(q: jax.Array, k: jax.Array, v: jax.Array,
     acc = jnp.zeros((*grouped.shape[:-1], d), jnp.float32)  # [b, s, kv, g, d]
     stats = jnp.full((b, kv, heads // kv, s), MASK_VALUE, jnp.float32)
 
-    def visit(carry: tuple[jax.Array, ...], pair: jax.Array) -> tuple[tuple[jax.Array, ...], None]:
+    def visit(carry: Carry, pair: jax.Array) -> tuple[Carry, None]:
         acc, top, total = carry
         i, j = pair[0], pair[1]
         qi = _rows(grouped, i, q_block, 1)
@@ -165,7 +166,7 @@ def _flash_bwd(blocks: Blocks, residuals: tuple[jax.Array, ...],
     dq = jnp.zeros(grouped.shape, jnp.float32)
     dk, dv = jnp.zeros(k.shape, jnp.float32), jnp.zeros(v.shape, jnp.float32)
 
-    def visit(carry: tuple[jax.Array, ...], pair: jax.Array) -> tuple[tuple[jax.Array, ...], None]:
+    def visit(carry: Carry, pair: jax.Array) -> tuple[Carry, None]:
         dq, dk, dv = carry
         i, j = pair[0], pair[1]
         qi, doi = _rows(grouped, i, q_block, 1), _rows(d_grouped, i, q_block, 1)

@@ -32,7 +32,7 @@ import atexit
 import functools
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,7 @@ def _static_positions(jit_kwargs: dict[str, Any]) -> set[int]:
     return {static} if isinstance(static, int) else set(static or ())
 
 
-def portable_args(args: Sequence[Any], static: set[int] = frozenset()) -> tuple[Any, ...]:
+def portable_args(args: Sequence[Any], static: Collection[int] = frozenset()) -> tuple[Any, ...]:
     """`args` with every array leaf replaced by an AbstractArg (static positions kept)."""
     import jax
 
@@ -241,7 +241,7 @@ def _compile_here(fn: Callable[..., Any], portable: tuple[Any, ...], target: Tar
     from hloscope.workloads.compiler import compile_function
 
     args, mesh = concrete_args(portable, devices)
-    cache_enabled = jax.config.jax_enable_compilation_cache
+    cache_enabled = jax.config.jax_enable_compilation_cache  # type: ignore[attr-defined]
     jax.config.update("jax_enable_compilation_cache", False)
     try:
         with jax.set_mesh(mesh):

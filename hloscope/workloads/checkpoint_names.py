@@ -80,7 +80,7 @@ def variant_of(builder_kwargs: dict[str, Any]) -> Variant | None:
     return Variant(True, checkpoint_policy(remat, block), remat)
 
 
-_IN_CHECKPOINT = object()  # a remat2 equation with jax's default policy (policy=None)
+_IN_CHECKPOINT: Any = object()  # a remat2 equation with jax's default policy (policy=None)
 _INPUT = object()  # a value that comes into a jaxpr (a residual, in a backward checkpoint)
 _PASS_THROUGH = ("reduce_precision", "optimization_barrier")  # identities jax's remat inserts
 

@@ -56,8 +56,8 @@ def compile_function(fn: Callable[..., Any], args: Sequence[Any], *, target: str
     dump.mkdir(parents=True, exist_ok=True)
     options = {"xla_dump_to": str(dump), "xla_dump_hlo_as_text": True, **(compiler_options or {})}
     name = getattr(fn, "__name__", "fn")
-    common = dict(target=target, dump_dir=str(dump), module_name=f"jit_{name}",
-                  versions=package_versions(backend))
+    common: dict[str, Any] = dict(target=target, dump_dir=str(dump), module_name=f"jit_{name}",
+                                  versions=package_versions(backend))
     started = time.perf_counter()
     try:
         traced = jax.jit(fn, donate_argnums=donate_argnums, **(jit_kwargs or {})).trace(*args)

@@ -28,14 +28,14 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from hloscope.spec.config import TransformerConfig
-from hloscope.spec.mesh import DATA, FSDP, TENSOR, MeshPlan, plan_mesh
+from hloscope.spec.mesh import DATA, FSDP, TENSOR, MeshConfig, MeshPlan, plan_mesh
 from hloscope.workloads.topology import slice_index, slice_order
 
 COLUMN_PARALLEL = frozenset({"qkv", "q", "k", "v", "fc", "gate", "up", "unembed"})
 ROW_PARALLEL = frozenset({"out", "proj", "down"})
 
 
-def train_mesh(mesh: Mesh, config: TransformerConfig) -> Mesh:
+def train_mesh(mesh: Mesh, config: MeshConfig) -> Mesh:
     """The target's devices as a (data,) or (data, tensor) mesh, or on several slices (or with
     a mesh option stated) the hybrid (data, fsdp, tensor) one."""
     devices = mesh.devices.reshape(-1)
@@ -48,7 +48,7 @@ def train_mesh(mesh: Mesh, config: TransformerConfig) -> Mesh:
     return Mesh(ordered.reshape(plan.device_shape).reshape(plan.shape), plan.axis_names)
 
 
-def mesh_plan(mesh: Mesh, config: TransformerConfig) -> MeshPlan:
+def mesh_plan(mesh: Mesh, config: MeshConfig) -> MeshPlan:
     """The plan of `config` on the devices of `mesh` (their slices read from `slice_index`)."""
     devices = mesh.devices.reshape(-1)
     slices = len({slice_index(device) for device in devices})

@@ -285,4 +285,4 @@ def _top_level_def(path: Path, name: str) -> ast.FunctionDef | ast.AsyncFunction
 
 
 def _name(factory: Callable[..., Any]) -> str:
-    return getattr(factory, "__qualname__", None) or getattr(factory, "__name__", "make_step")
+    return str(getattr(factory, "__qualname__", None) or getattr(factory, "__name__", "make_step"))
