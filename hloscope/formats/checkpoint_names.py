@@ -25,7 +25,6 @@ from hloscope.formats.json_text import read_json
 
 NAMES_FILE = "checkpoint_names.json"
 NAMES_SCHEMA = "hloscope/checkpoint-names/v1"
-DECISIONS = ("saved", "offloaded", "recomputed", "not checkpointed")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import InputError, ParseError, SourceLocation
-from hloscope.formats.json_text import document_text, replace_file
+from hloscope.formats.json_text import document_text
 from hloscope.frames import Rendered
 
 SNAPSHOT_SCHEMA = "hloscope/snapshot/v1"
@@ -40,11 +40,6 @@ class Snapshot(Rendered):
 def snapshot_text(snapshot: Snapshot) -> str:
     """The baseline file's text (what `hloscope snapshot --format json` prints)."""
     return document_text(SNAPSHOT_SCHEMA, snapshot.to_dict())
-
-
-def write_snapshot(path: Path, snapshot: Snapshot) -> None:
-    """Writes (or replaces) the baseline at `path` in one step."""
-    replace_file(path, snapshot_text(snapshot))
 
 
 def read_snapshot(path: Path) -> Snapshot:

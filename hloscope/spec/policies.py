@@ -227,12 +227,6 @@ def alias_expansion(alias: str, config: TransformerConfig) -> str:
     return encode_named(choices, block_names(config))
 
 
-def block_tensor_table(config: TransformerConfig) -> list[dict[str, Any]]:
-    """The block's named tensors for `hloscope policies`: see `hloscope.spec.tensors`."""
-    return [{"name": t.name, "maxtext": t.maxtext, "what": t.what, "width": t.width}
-            for t in block_tensors(config)]
-
-
 def _recompute_policy(argument: str, name: str) -> str:
     levels = "|".join(str(level) for level in RECOMPUTE_LEVELS)
     if not argument.isdigit() or int(argument) not in RECOMPUTE_LEVELS:

@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-CHIP_COUNTED = ("v5e", "v6e")  # accelerator types count chips
-CORE_COUNTED = ("v2", "v3", "v4", "v5p")  # accelerator types count TensorCores, two per chip
+# accelerator types of these count TensorCores, two per chip; those of v5e and v6e count chips
+CORE_COUNTED = ("v2", "v3", "v4", "v5p")
 _TWO_D = {
     "v5e": ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
     "v6e": ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),

@@ -19,7 +19,7 @@ from typing import Any
 from hloscope.sweeps.executor_base import Completion
 from hloscope.sweeps.tasks import CompileTask, run_task
 
-LOCAL_SLOTS = 2  # a TPU compile takes ~2 GB and a core: two at once on a 2-core, 24 GiB machine
+LOCAL_SLOTS = 2  # compiles at once by default (--jobs): each takes a core and, for TPU, ~2 GB
 
 
 @dataclass

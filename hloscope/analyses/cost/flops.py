@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 from hloscope.analyses.cost import Cost, CostAnalysis, CostOptions
 from hloscope.analyses.cost.attribution import Charge, charges, split
-from hloscope.analyses.cost.phases import PHASE_ORDER, layer_number, scope_path
+from hloscope.analyses.cost.phases import DEFAULT_SCOPE_DEPTH, PHASE_ORDER, layer_number, scope_path
 from hloscope.analyses.cost.vector import ZERO
 from hloscope.frames import DataFrames
 from hloscope.gc_pause import paused_gc
@@ -27,7 +27,6 @@ from hloscope.model.module import HloModule
 
 BREAKDOWNS = ("opcode", "scope", "layer", "phase")
 OUTSIDE_LAYERS = "(outside layers)"
-DEFAULT_SCOPE_DEPTH = 3
 
 
 @dataclass(slots=True)

@@ -60,6 +60,11 @@ def phase_of(op_name: str) -> Phase | None:
     return None
 
 
+# --by scope rows: the first components below the common prefix (flops, remat, memory, trace):
+# at 3 a layer's ops show beside one another (`step/layer_0/dot_general`), --by layer sums them
+DEFAULT_SCOPE_DEPTH = 3
+
+
 @lru_cache(maxsize=131072)
 def scope_path(op_name: str) -> tuple[str, ...]:
     if not op_name:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from hloscope.analyses.arguments import pytree_path
 from hloscope.analyses.cost.attribution import split
-from hloscope.analyses.cost.phases import layer_number, scope_path
+from hloscope.analyses.cost.phases import DEFAULT_SCOPE_DEPTH, layer_number, scope_path
 from hloscope.analyses.memory.heap import AllocationEstimate, estimate_allocation
 from hloscope.analyses.memory.layer_span import LayerSpan, deferred_bytes, layer_span
 from hloscope.analyses.memory.layers import LOOP_BODY, ScannedLayers
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from hloscope.loader.program import Program
 
 GROUPINGS = ("category", "scope", "layer", "phase")
-DEFAULT_SCOPE_DEPTH = 2
 NO_LAYER = "(no layer)"
 BASIS = ("live peak from the HLO text (buffers live at once, an output made in a dying "
          "operand's buffer counted once with it; not XLA's allocation)")

@@ -92,7 +92,6 @@ from hloscope.analyses.predict.baseline import (
 from hloscope.analyses.predict.flops import recompute_flops_per_token
 from hloscope.analyses.predict.scaled_step import PredictedStep, StepChange, predicted_step
 from hloscope.analyses.roofline import estimate_step
-from hloscope.devices import get_device
 from hloscope.errors import UsageError
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.targets import parse_target
@@ -754,7 +753,3 @@ def _total(terms: list[Term]) -> int:
 
 def predictor(baselines: Sequence[Baseline]) -> Predictor:
     return Predictor(tuple(baselines))
-
-
-def device_of(baseline: Baseline) -> str:
-    return get_device(parse_target(baseline.target).device.name).name
