@@ -209,7 +209,7 @@ _TPUS = (
     Device(
         name="v3", backend="tpu", description="TPU v3 (one TensorCore per JAX device)",
         device_kind="TPU v3",
-        usable_memory_bytes=_gib(15.48),  # measured OOM "available HBM (15.48G)" (DESIGN.md)
+        usable_memory_bytes=_gib(15.48),  # libtpu OOM: "available HBM (15.48G)", docs/targets.md
         # Cloud TPU docs v3: "HBM2 capacity and bandwidth 32 GiB, 900 GBps", "123 teraflops
         # (bf16)" per chip of two TensorCores; halved per device (assumes an even split).
         hbm_bytes=16 * GIB, peak_flops=PeakFlops(bf16=123 * TERA / 2),
@@ -222,18 +222,18 @@ _TPUS = (
     Device(
         name="v4", backend="tpu", description="TPU v4 chip (megacore: both TensorCores)",
         device_kind="TPU v4",
-        usable_memory_bytes=_gib(30.75),  # measured OOM "available HBM (30.75G)" (DESIGN.md)
+        usable_memory_bytes=_gib(30.75),  # libtpu OOM: "available HBM (30.75G)", docs/targets.md
         # Cloud TPU docs v4: "275 teraflops (bf16 or int8)", "32 GiB, 1200 GBps".
         hbm_bytes=32 * GIB, peak_flops=PeakFlops(bf16=275 * TERA, int8=275 * TERA),
         hbm_bandwidth=1200 * GB, interconnect_bandwidth=None, host_link_bandwidth=None,
         chips_per_host=4,  # v4-8 = 2x2x1, 4 chips: not checked against the docs here
         interconnect_topology="3D mesh (3D torus on full-cube slices)",  # Cloud TPU docs v4
-        example_topologies=("v4:2x2x1",), chip_config_name="megacore",  # DESIGN.md
+        example_topologies=("v4:2x2x1",), chip_config_name="megacore",  # docs/targets.md
     ),
     Device(
         name="v5e", backend="tpu", description="TPU v5e (v5 lite) chip",
         device_kind="TPU v5 lite",
-        usable_memory_bytes=_gib(15.75),  # measured OOM "available HBM (15.75G)" (DESIGN.md)
+        usable_memory_bytes=_gib(15.75),  # libtpu OOM: "available HBM (15.75G)", docs/targets.md
         # Cloud TPU docs v5e: 197 TFLOPs bf16, 393 TOPs int8, "16 GB, 819 GBps" (a newer page
         # says 800 GBps), 400 GBps bidirectional ICI per chip, 8 chips per host, 2 x 100 Gbps NIC
         # per host (25 Gbps per chip). 16 GB must be GiB: 15.75 GiB are usable.
@@ -249,7 +249,7 @@ _TPUS = (
     Device(
         name="v5p", backend="tpu", description="TPU v5p chip (megacore: both TensorCores)",
         device_kind="TPU v5",
-        usable_memory_bytes=_gib(95.74),  # measured OOM "available HBM (95.74G)" (DESIGN.md)
+        usable_memory_bytes=_gib(95.74),  # libtpu OOM: "available HBM (95.74G)", docs/targets.md
         # Cloud TPU docs v5p: 459 TFLOPs bf16 and fp8, 2765 GBps HBM, 1200 GBps bidirectional ICI,
         # 50 Gbps DCN per chip, 4 chips per host (2x2x1). The docs give "95 GiB" of HBM, below the
         # 95.74 GiB libtpu lets a program use, so the physical size is not established: None.
@@ -264,7 +264,7 @@ _TPUS = (
     Device(
         name="v6e", backend="tpu", description="TPU v6e (Trillium) chip",
         device_kind="TPU v6 lite",
-        usable_memory_bytes=_gib(31.25),  # measured OOM "available HBM (31.25G)" (DESIGN.md)
+        usable_memory_bytes=_gib(31.25),  # libtpu OOM: "available HBM (31.25G)", docs/targets.md
         # Cloud TPU docs v6e: 918 TFLOPs bf16, 1836 TOPs int8, 32 GB (GiB: 31.25 GiB usable),
         # 1640 GBps HBM (the TPU7x page's table says 1638), 800 GBps bidirectional ICI, 8 chips
         # per host, 4 x 200 Gbps NIC per host; fp8 918 TFLOPs (TPU7x page's comparison table).
@@ -283,7 +283,7 @@ _TPUS = (
     Device(
         name="tpu7x", backend="tpu", description="TPU7x (Ironwood) chiplet (two per chip)",
         device_kind="TPU7x",
-        usable_memory_bytes=_gib(94.75),  # measured OOM "available HBM (94.75G)" (DESIGN.md)
+        usable_memory_bytes=_gib(94.75),  # libtpu OOM: "available HBM (94.75G)", docs/targets.md
         # Cloud TPU docs tpu7x, per chip: 2307 TFLOPs bf16, 4614 fp8, 192 GiB HBM, 7380 GBps,
         # 1200 GBps bidirectional ICI, 100 Gbps DCN; "two TPU devices" per chip (dual chiplet),
         # 4 chips per VM. Halved per device (assumes each chiplet owns half). The VM's RAM and

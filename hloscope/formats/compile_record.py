@@ -3,7 +3,7 @@
 The record is written as the "compile" object of a build manifest and of capture.json.
 
 `memory_analysis()` figures are XLA's *allocation* view (arguments + outputs + temporaries -
-aliased); they are not the live-range peak (see DESIGN.md). `peak_bytes` is copied as XLA reports
+aliased); they are not the live-range peak (docs/memory.md). `peak_bytes` is copied as XLA reports
 it and is not the real peak on CPU. `cost_analysis()` counts a loop body once and is None on
 deviceless GPU compiles, so every cost field may be None.
 

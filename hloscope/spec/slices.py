@@ -1,6 +1,6 @@
 """Which TPU slice shapes are real, per generation, and the Cloud TPU accelerator types (no jax).
 
-libtpu compiles deviceless for any chip grid it is given, real or not (DESIGN.md: `v6e:32x16`
+libtpu compiles deviceless for any chip grid it is given, real or not (docs/targets.md: `v6e:32x16`
 and `v6e:32x32` are accepted without complaint), so hloscope checks shapes itself against the
 Cloud TPU documentation's tables:
 

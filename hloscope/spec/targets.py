@@ -46,7 +46,7 @@ from hloscope.spec.slices import (
     slice_shapes,
 )
 
-TPU_QUIET_ENV = {  # DESIGN.md: keep libtpu from probing a metadata server it will not find
+TPU_QUIET_ENV = {  # keeps libtpu from probing a metadata server it will not find (docs/targets.md)
     "TPU_SKIP_MDS_QUERY": "1",
     "TPU_ACCELERATOR_TYPE": "v5litepod-4",
     "TPU_WORKER_HOSTNAMES": "localhost",

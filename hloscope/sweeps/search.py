@@ -3,7 +3,7 @@ that fits (no jax).
 
 `BatchSearch` looks at multiples of `step` (the batch's legal granularity: it must split evenly
 over the mesh axes that shard it; `SweepRequest.batch_step`) in [step, max_batch], one compile
-(a probe) at a time. libtpu's fit is **not monotonic** in batch (DESIGN.md: a config fitted at
+(a probe) at a time. libtpu's fit is **not monotonic** in batch (docs/sweeps.md: a config fitted at
 128 and 384 sequences but not at 256 or 512: XLA's scheduling and remat passes change with the
 shapes), so a search that stops at the first failure can miss the answer. Every next probe is
 decided from the verdicts so far, by the first rule that applies (b: the largest batch that
@@ -27,12 +27,13 @@ smallest multiples of `step` were all compiled and fail.
 
 Why a window next to the answer rather than every untested step up to the largest batch tried:
 memory grows about linearly with the batch, and the shape-dependent choices of XLA move it by a
-bounded amount, so a fit above a failure lies just above the boundary (DESIGN.md's: one step).
-The bracket above it can be a whole doubling wide (hundreds of steps when the step is fine),
-where such a fit would need XLA to save a large fraction of the memory. The window costs little:
-its probes are mostly failures, and a compile that runs out of memory fails early (4-20 s for
-Llama 70B, against 2-10 min for one that fits; DESIGN.md). A monotonic search pays `window` - 1
-extra compiles at most, and none when the window was tested on the way.
+bounded amount, so a fit above a failure lies just above the boundary (one step in the case
+docs/sweeps.md measured). The bracket above it can be a whole doubling wide (hundreds of steps
+when the step is fine), where such a fit would need XLA to save a large fraction of the memory.
+The window costs little: its probes are mostly failures, and a compile that runs out of memory
+fails early (3-4 s for Llama 70B, against about 2 min for one that fits: docs/targets.md). A
+monotonic search pays `window` - 1 extra compiles at most, and none when the window was tested
+on the way.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 topologies from a rendered GpuTargetConfigProto, or the host's CPU devices. Imports jax when
 called.
 
-Multislice (DESIGN.md): `get_topology_desc(name, "tpu", num_slices=N)` builds every slice's
+Multislice (docs/targets.md): `get_topology_desc(name, "tpu", num_slices=N)` builds every slice's
 devices deviceless, each with its `slice_index`. The devices of a multislice target are ordered
 by (slice_index, id), so that a reshape to (slices, devices per slice) puts one slice in each row:
 the DCN axis first, the ICI axes after it (`hloscope.spec.mesh`). A single slice keeps the order

@@ -26,7 +26,7 @@ from hloscope.devices import (
 from hloscope.errors import EXIT_USAGE, UsageError
 
 REFERENCE_CONFIGS = SHARED / "reference" / "gpu_target_configs"
-# Usable HBM from libtpu's OOM messages (DESIGN.md "Verified facts"; v2 measured the same way).
+# Usable HBM from libtpu's OOM messages (docs/targets.md, "Usable HBM").
 OOM_AVAILABLE_GIB = {"v2": 7.48, "v3": 15.48, "v4": 30.75, "v5e": 15.75, "v5p": 95.74,
                      "v6e": 31.25, "tpu7x": 94.75}
 

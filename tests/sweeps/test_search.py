@@ -1,12 +1,12 @@
 """`--search batch` on recorded fit tables: which batches it compiles, in which order, what it
 answers and where it reports that fit was not monotonic (no compiles).
 
-Independent truth: each table is a verdict per batch written down here (the first is DESIGN.md's
-measured libtpu case: 128 fits, 256 does not, 384 does, 512 does not); every expected probe
-sequence is worked out by hand from the rules in `hloscope.sweeps.search`'s docstring, step by
-step in the comments, and the guarantee that docstring states is checked on random tables
-against the table itself. The wiring (request -> scheduler -> rows -> report) runs the real
-`run_sweep` with an executor that answers from a table instead of compiling.
+Independent truth: each table is a verdict per batch written down here (the first is
+docs/sweeps.md's measured libtpu case: 128 fits, 256 does not, 384 does, 512 does not); every
+expected probe sequence is worked out by hand from the rules in `hloscope.sweeps.search`'s
+docstring, step by step in the comments, and the guarantee that docstring states is checked on
+random tables against the table itself. The wiring (request -> scheduler -> rows -> report) runs
+the real `run_sweep` with an executor that answers from a table instead of compiling.
 """
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ from hloscope.sweeps.search import (
 from hloscope.sweeps.tasks import CompileTask, TaskOutcome
 
 Table = dict[int, bool | None]  # batch -> fits (None: the compile gave no verdict)
-# DESIGN.md's measured case (nested:8 on v6e:8x16), every batch above 512 failing too
-DESIGN_TABLE: Table = {128: True, 256: False, 384: True, 512: False, 640: False, 768: False,
+# docs/sweeps.md's measured case (nested:8 on v6e:8x16), every batch above 512 failing too
+MEASURED_TABLE: Table = {128: True, 256: False, 384: True, 512: False, 640: False, 768: False,
                        896: False, 1024: False}
 
 
@@ -55,7 +55,7 @@ def test_the_design_case_from_below_finds_the_fit_above_a_failure() -> None:
     # 128 fits -> grow to 256: fails. 128 and 256 are adjacent (nothing to bisect), so the
     # window (128, 384] is tested: 256 is known, 384 fits. Nothing above 384 failed yet -> grow
     # to 768: fails; bisect 384..768 -> 512: fails; window (384, 640]: 640 fails. Done.
-    assert drive(search, DESIGN_TABLE) == [128, 256, 384, 768, 512, 640]
+    assert drive(search, MEASURED_TABLE) == [128, 256, 384, 768, 512, 640]
     assert (search.chosen_batch, search.largest, search.smallest_failing) == (384, 384, 512)
     assert search.non_monotonic == [(256, 384)] and search.end == END_BOUNDARY
     # the old search stopped at the first boundary: after [128, 256] its answer was 128
@@ -65,7 +65,7 @@ def test_the_design_case_from_above() -> None:
     search = BatchSearch(512, step=128, max_batch=1024)
     # 512 fails -> shrink to 256: fails -> 128: fits. 128..256 adjacent: window (128, 384]:
     # 384 fits. The smallest failure above 384 is 512, adjacent: window (384, 640]: 640 fails.
-    assert drive(search, DESIGN_TABLE) == [512, 256, 128, 384, 640]
+    assert drive(search, MEASURED_TABLE) == [512, 256, 128, 384, 640]
     assert (search.chosen_batch, search.smallest_failing) == (384, 512)
     assert search.non_monotonic == [(256, 384)] and search.end == END_BOUNDARY
 
@@ -74,7 +74,7 @@ def test_the_design_case_at_its_own_max_batch() -> None:
     search = BatchSearch(128, step=128, max_batch=512)
     # 128 fits, 256 fails, window: 384 fits; grow to min(768, 512) = 512: fails, adjacent;
     # the window (384, 640] holds only 512 below max_batch, already known.
-    assert drive(search, DESIGN_TABLE) == [128, 256, 384, 512]
+    assert drive(search, MEASURED_TABLE) == [128, 256, 384, 512]
     assert search.chosen_batch == 384 and search.non_monotonic == [(256, 384)]
 
 
@@ -133,7 +133,7 @@ def test_a_compile_without_a_verdict_ends_the_search() -> None:
 def test_the_budget_stops_the_search_and_says_so() -> None:
     search = BatchSearch(128, step=128, max_batch=1024, max_probes=4)
     # as from below, cut before the fifth compile (512)
-    assert drive(search, DESIGN_TABLE) == [128, 256, 384, 768]
+    assert drive(search, MEASURED_TABLE) == [128, 256, 384, 768]
     assert (search.chosen_batch, search.end) == (384, END_BUDGET)
 
 
@@ -234,15 +234,16 @@ def _figures(name: str, batch: int, fits: bool | None) -> VariantFigures:
                           error=None if fits else "RESOURCE_EXHAUSTED: x")
 
 
-# the DESIGN.md pattern at 4 devices (v5e 2x2: the batch splits 4 ways)
+# the measured pattern at 4 devices (v5e 2x2: the batch splits 4 ways)
 SMALL_TABLE: Table = {4: True, 8: False, 12: True, 16: False, 20: False, 24: False}
 
 
 def _sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: Table,
            **options: int) -> core.SweepResult:
     monkeypatch.setattr(core, "open_executor", lambda spec, backend: TableExecutor(table))
-    request = sweep_request("tiny", "full", "tpu:v5e:2x2", tmp_path / "out", search_batch=True,
-                            max_batch=32, batch=4, **options)
+    request = sweep_request(model="tiny", policies="full", target="tpu:v5e:2x2",
+                            output=tmp_path / "out", search="batch", max_batch=32, batch=4,
+                            **options)
     return core.run_sweep(request)
 
 
@@ -276,8 +277,8 @@ def test_a_sweep_says_when_the_budget_stopped_its_search(
 
 def test_the_step_is_what_the_batch_splits_over(tmp_path: Path) -> None:
     def step(**overrides: int) -> int:
-        return sweep_request("tiny", "full", "tpu:v5e:2x2", tmp_path, search_batch=True,
-                             **overrides).batch_step
+        return sweep_request(model="tiny", policies="full", target="tpu:v5e:2x2",
+                             output=tmp_path, search="batch", **overrides).batch_step
     assert step() == 4  # data parallel over the 4 chips
     assert step(tensor_parallel=2) == 2  # the tensor axis does not split the batch
 

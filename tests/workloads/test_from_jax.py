@@ -102,7 +102,8 @@ def mlp_args() -> tuple:
 
 @pytest.mark.compile
 def test_policy_reaches_the_function_as_remat() -> None:
-    """JAX marks replayed forward ops `rematted_computation` (its own contract, DESIGN.md)."""
+    """JAX marks replayed forward ops `rematted_computation` (a contract JAX tests itself:
+    docs/flops-and-remat.md)."""
     plain = hloscope.from_jax(example_train_step(), *mlp_args(), policy="none")
     full = hloscope.from_jax(example_train_step(), *mlp_args(), policy="full")
     assert "rematted_computation" not in Path(plain.source).read_text()

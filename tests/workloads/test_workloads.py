@@ -179,7 +179,7 @@ def test_gpu_compile_in_subprocess_accepts_rendered_a100_config(tmp_path: Path) 
     result = compile_tiny(tmp_path, "gpu:a100:1x1x1")
     files = assert_compiled(result)
     assert any(name.endswith(".sm_8.0_gpu_after_optimizations.txt") for name in files)
-    assert result.cost is None  # DESIGN.md: cost_analysis() is None on deviceless GPU compiles
+    assert result.cost is None  # no cost_analysis() on deviceless GPU compiles (docs/targets.md)
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ The remat pair (remat_pair.py): peak 28 KiB with h saved, 24 KiB with it recompu
 and 5120; 0 and 1 remat instructions. Multiply modules: `f32[N] multiply(p, p)` costs N FLOPs
 (XLA's HloCostAnalysis counts one per element), which gives figures like 100 -> 129 where a
 float threshold would round the wrong way (0.29 * 100 = 28.999999999999996). Device budgets
-are the measured usable HBM in DESIGN.md (v5e 15.75 GiB, v5p 95.74 GiB).
+are the measured usable HBM in docs/targets.md (v5e 15.75 GiB, v5p 95.74 GiB).
 
 Also thresholds at their exact boundaries on hand-built
 modules whose FLOPs (2·M·N·K for a dot) and peak (entry parameters live throughout, plus the
