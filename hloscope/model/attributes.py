@@ -245,9 +245,9 @@ def key_values(value: str) -> dict[str, str]:
     """`{op_name="a" source_line=3}` or `{k="v",k2="v2"}` -> {'op_name': 'a', ...}; the C
     accelerator reads the common form (no escapes, no braced values), the same way."""
     if native is not None:
-        found = native.key_values(value)
-        if found is not None:
-            return found
+        quick = native.key_values(value)
+        if quick is not None:
+            return quick
     body = value.strip()
     if body.startswith("{") and body.endswith("}"):
         body = body[1:-1]

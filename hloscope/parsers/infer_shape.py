@@ -104,7 +104,7 @@ def _broadcast(ins: Instruction, ops: list[Shape], root: Callable[[str], Shape])
 
 
 def _concatenate(ins: Instruction, ops: list[Shape], root: Callable[[str], Shape]) -> Shape:
-    (axis,) = ins.dimensions or (None,)
+    (axis,) = ins.dimensions or ()  # none: a ValueError, refused by `infer`
     dims = list(ops[0].dimensions)
     dims[axis] = sum(op.dimensions[axis] for op in ops)
     return _array(ops[0].element_type, tuple(dims))

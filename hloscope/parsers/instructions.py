@@ -149,7 +149,7 @@ class InstructionReader:
         if text[pos] == "(":
             tail = _SHAPE_TAIL.search(text, pos)
             known = tuples.get(text[pos : tail.start() + 1]) if tail is not None else None
-            if known is not None:
+            if known is not None and tail is not None:
                 return known, tail.start() + 1
         _, shape_end = parse_shape_prefix(text, pos)
         shape_text = " ".join(text[pos:shape_end].split())

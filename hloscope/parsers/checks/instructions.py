@@ -65,7 +65,7 @@ _ALLOWED = {op: GENERIC_ATTRIBUTES | NEWER_ATTRIBUTES | set(extra)
 
 
 def check_computation(computation: Computation, above: Mapping[str, object],
-                      memo: set[tuple[str, str, str]] | None = None) -> None:
+                      memo: set[tuple[str, ...]] | None = None) -> None:
     """Raises a located ParseError at the first instruction XLA's parser would refuse; `above`
     names the computations defined before this one, the only ones it may call. `memo` holds what
     passed already, shared by the module's computations: ("", shape text, literal) of a
@@ -92,7 +92,7 @@ def check_computation(computation: Computation, above: Mapping[str, object],
 
 
 def _check_instruction(instruction: Instruction, above: Mapping[str, object],
-                       memo: set[tuple[str, str, str]], defined: dict[str, Instruction],
+                       memo: set[tuple[str, ...]], defined: dict[str, Instruction],
                        parameters: dict[int, Instruction]) -> None:
     name = instruction.name
     if name in defined:
@@ -238,7 +238,7 @@ def _check_attribute_values(above: Mapping[str, object], instruction: Instructio
         _check_padding(instruction)
 
 
-def _check_allowed(instruction: Instruction, allowed: set[str]) -> None:
+def _check_allowed(instruction: Instruction, allowed: frozenset[str]) -> None:
     for key in instruction.attribute_names:
         if key not in allowed:
             raise instruction.error(

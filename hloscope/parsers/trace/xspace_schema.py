@@ -74,7 +74,7 @@ MESSAGES: dict[str, tuple[Field, ...]] = {
         ("description", 3, STRING, ONE, ""),
     ),
 }
-ONEOFS = {
+ONEOFS: dict[str, dict[str, tuple[str, ...]]] = {
     "XEvent": {"data": ("offset_ps", "num_occurrences")},
     "XStat": {"value": ("double_value", "uint64_value", "int64_value", "str_value",
                         "bytes_value", "ref_value")},
