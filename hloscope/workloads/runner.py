@@ -110,8 +110,9 @@ def _run_teed(command: list[str], env: dict[str, str], output: BinaryIO,
     timer = threading.Timer(timeout, kill)
     timer.start()
     try:
-        assert process.stdout is not None
-        for chunk in iter(lambda: process.stdout.read1(1 << 16), b""):  # type: ignore[attr-defined]
+        stdout = process.stdout
+        assert stdout is not None
+        for chunk in iter(lambda: stdout.read1(1 << 16), b""):  # type: ignore[attr-defined]
             output.write(chunk)
             sys.stderr.buffer.write(chunk)
             sys.stderr.flush()

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from hloscope.analyses.memory.liveness.inplace import InPlaceRules
 from hloscope.analyses.memory.liveness.program import FlatProgram, branch_computations
 from hloscope.analyses.memory.liveness.values import Index, Value
+from hloscope.model.instruction import Instruction
 
-ValueAt = Callable[[object, Index], Value]
+ValueAt = Callable[[Instruction, Index], Value]
 
 
 class UnionFind:
@@ -57,7 +58,7 @@ def alias_buffers(program: FlatProgram, values: list[Value], value_at: ValueAt) 
 
 
 def _aliased_values(program: FlatProgram, value: Value, value_at: ValueAt, rules: InPlaceRules,
-                    callers: dict[str, object], outputs: dict[Index, tuple[int, Index]]
+                    callers: dict[str, Instruction], outputs: dict[Index, tuple[int, Index]]
                     ) -> list[Value]:
     found: list[Value] = []
     entry_root = program.root.root
@@ -86,7 +87,7 @@ def _aliased_values(program: FlatProgram, value: Value, value_at: ValueAt, rules
 
 
 def _loop_values(program: FlatProgram, value: Value, value_at: ValueAt,
-                 callers: dict[str, object]) -> list[Value]:
+                 callers: dict[str, Instruction]) -> list[Value]:
     """A while body's or condition's parameter values share the while's buffers."""
     if value.instruction.opcode != "parameter":
         return []
@@ -104,8 +105,8 @@ def _returns_to(caller, program: FlatProgram, root) -> bool:
     return caller.opcode == "conditional"
 
 
-def _control_flow_callers(program: FlatProgram) -> dict[str, object]:
-    callers: dict[str, object] = {}
+def _control_flow_callers(program: FlatProgram) -> dict[str, Instruction]:
+    callers: dict[str, Instruction] = {}
     for instruction in program.sequence:
         if instruction.opcode == "while":
             for key in ("condition", "body"):

@@ -149,7 +149,7 @@ class Dataflow:
         for key in ("condition", "body"):
             name = instruction.called_computation(key)
             parameter = self.program.parameter(name, 0) if name else None
-            if parameter is None:
+            if not name or parameter is None:
                 if name:  # a lenient load lets a loop computation without parameter(0) in
                     raise instruction.error(f"while: its {key} {name} has no parameter(0)",
                                             instruction.operands_start)
@@ -175,7 +175,7 @@ class Dataflow:
             roots.append(self.trees[branch.root])
         result = self.build(instruction, instruction.shape, is_phi=True)
         branch_values = [[value for _, value in walk(root)] for root in roots]
-        for position, (_, merged) in enumerate(walk(result)):
+        for position, (_index, merged) in enumerate(walk(result)):
             merged.phi_inputs = [values[position] for values in branch_values
                                  if position < len(values)]
         return result
