@@ -28,16 +28,15 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
+from hloscope.calibration import gpu as gpu_calibration
+from hloscope.calibration import tpu as tpu_calibration
 from hloscope.errors import UsageError
 
 GIB = 1 << 30
 GB = 10**9
 TERA = 10**12
 
-# docs.jax.dev/en/latest/gpu_memory_allocation.html: "JAX will preallocate 75% of the total GPU
-# memory"; XLA's GpuAllocatorConfig::memory_fraction = 0.75. jaxlib 0.10 reads the fraction from
-# XLA_CLIENT_MEM_FRACTION, or its deprecated name XLA_PYTHON_CLIENT_MEM_FRACTION (xla_client.py).
-JAX_DEFAULT_GPU_MEMORY_FRACTION = 0.75
+JAX_DEFAULT_GPU_MEMORY_FRACTION = gpu_calibration.JAX_MEMORY_FRACTION.value
 
 
 class MemoryLocation(StrEnum):
@@ -190,12 +189,16 @@ def _gib(value: float) -> int:
     return round(value * GIB)
 
 
+def _usable_hbm(name: str) -> int:
+    """What libtpu's OOM verdict says a program may use (`hloscope.calibration.tpu`)."""
+    return _gib(tpu_calibration.USABLE_HBM_GIB[name].value)
+
+
 _TPUS = (
     Device(
         name="v2", backend="tpu", description="TPU v2 (one TensorCore per JAX device)",
         device_kind="TPU v2",
-        # Measured: v2:2x2 OOM "exceeds available HBM (7.48G)".
-        usable_memory_bytes=_gib(7.48),
+        usable_memory_bytes=_usable_hbm("v2"),
         # One 8 GB HBM stack per TensorCore (Golem on Cloud TPU v2, quoted by fitforfrag.de);
         # consistent with the 7.48 GiB usable.
         hbm_bytes=8 * GIB,
@@ -209,7 +212,7 @@ _TPUS = (
     Device(
         name="v3", backend="tpu", description="TPU v3 (one TensorCore per JAX device)",
         device_kind="TPU v3",
-        usable_memory_bytes=_gib(15.48),  # libtpu OOM: "available HBM (15.48G)", docs/targets.md
+        usable_memory_bytes=_usable_hbm("v3"),
         # Cloud TPU docs v3: "HBM2 capacity and bandwidth 32 GiB, 900 GBps", "123 teraflops
         # (bf16)" per chip of two TensorCores; halved per device (assumes an even split).
         hbm_bytes=16 * GIB, peak_flops=PeakFlops(bf16=123 * TERA / 2),
@@ -222,7 +225,7 @@ _TPUS = (
     Device(
         name="v4", backend="tpu", description="TPU v4 chip (megacore: both TensorCores)",
         device_kind="TPU v4",
-        usable_memory_bytes=_gib(30.75),  # libtpu OOM: "available HBM (30.75G)", docs/targets.md
+        usable_memory_bytes=_usable_hbm("v4"),
         # Cloud TPU docs v4: "275 teraflops (bf16 or int8)", "32 GiB, 1200 GBps".
         hbm_bytes=32 * GIB, peak_flops=PeakFlops(bf16=275 * TERA, int8=275 * TERA),
         hbm_bandwidth=1200 * GB, interconnect_bandwidth=None, host_link_bandwidth=None,
@@ -233,7 +236,7 @@ _TPUS = (
     Device(
         name="v5e", backend="tpu", description="TPU v5e (v5 lite) chip",
         device_kind="TPU v5 lite",
-        usable_memory_bytes=_gib(15.75),  # libtpu OOM: "available HBM (15.75G)", docs/targets.md
+        usable_memory_bytes=_usable_hbm("v5e"),
         # Cloud TPU docs v5e: 197 TFLOPs bf16, 393 TOPs int8, "16 GB, 819 GBps" (a newer page
         # says 800 GBps), 400 GBps bidirectional ICI per chip, 8 chips per host, 2 x 100 Gbps NIC
         # per host (25 Gbps per chip). 16 GB must be GiB: 15.75 GiB are usable.
@@ -249,7 +252,7 @@ _TPUS = (
     Device(
         name="v5p", backend="tpu", description="TPU v5p chip (megacore: both TensorCores)",
         device_kind="TPU v5",
-        usable_memory_bytes=_gib(95.74),  # libtpu OOM: "available HBM (95.74G)", docs/targets.md
+        usable_memory_bytes=_usable_hbm("v5p"),
         # Cloud TPU docs v5p: 459 TFLOPs bf16 and fp8, 2765 GBps HBM, 1200 GBps bidirectional ICI,
         # 50 Gbps DCN per chip, 4 chips per host (2x2x1). The docs give "95 GiB" of HBM, below the
         # 95.74 GiB libtpu lets a program use, so the physical size is not established: None.
@@ -264,7 +267,7 @@ _TPUS = (
     Device(
         name="v6e", backend="tpu", description="TPU v6e (Trillium) chip",
         device_kind="TPU v6 lite",
-        usable_memory_bytes=_gib(31.25),  # libtpu OOM: "available HBM (31.25G)", docs/targets.md
+        usable_memory_bytes=_usable_hbm("v6e"),
         # Cloud TPU docs v6e: 918 TFLOPs bf16, 1836 TOPs int8, 32 GB (GiB: 31.25 GiB usable),
         # 1640 GBps HBM (the TPU7x page's table says 1638), 800 GBps bidirectional ICI, 8 chips
         # per host, 4 x 200 Gbps NIC per host; fp8 918 TFLOPs (TPU7x page's comparison table).
@@ -283,7 +286,7 @@ _TPUS = (
     Device(
         name="tpu7x", backend="tpu", description="TPU7x (Ironwood) chiplet (two per chip)",
         device_kind="TPU7x",
-        usable_memory_bytes=_gib(94.75),  # libtpu OOM: "available HBM (94.75G)", docs/targets.md
+        usable_memory_bytes=_usable_hbm("tpu7x"),
         # Cloud TPU docs tpu7x, per chip: 2307 TFLOPs bf16, 4614 fp8, 192 GiB HBM, 7380 GBps,
         # 1200 GBps bidirectional ICI, 100 Gbps DCN; "two TPU devices" per chip (dual chiplet),
         # 4 chips per VM. Halved per device (assumes each chiplet owns half). The VM's RAM and

@@ -92,6 +92,7 @@ from hloscope.analyses.predict.baseline import (
 from hloscope.analyses.predict.flops import recompute_flops_per_token
 from hloscope.analyses.predict.scaled_step import PredictedStep, StepChange, predicted_step
 from hloscope.analyses.roofline import estimate_step
+from hloscope.calibration import tpu as tpu_calibration
 from hloscope.errors import UsageError
 from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.targets import parse_target
@@ -110,76 +111,14 @@ _Knot = TypeVar("_Knot")
 
 INPUT_BYTES_PER_TOKEN = 8
 """Token ids and targets, int32 each (workloads/transformer.py's batch)."""
-OFFLOAD_DEVICE_COPIES = 3.0
-"""Where the baselines' layer spans are not measured (unscanned layers, older fixtures) or with
-an accumulation loop: device bytes of an offloaded name, in units of one layer's bytes of it,
-whatever the number of layers (the stacked residual itself lives in pinned host memory): the
-staging copies of the
-host transfers and the loop restructuring around them (`hloscope compare` of llama-1b with
-mlp_gate kept on the device and offloaded, the other three names kept, per-device batch 3:
-4,791 -> 8,227 instructions, +530 MiB of temporaries at the peak, among them a 384 MiB layout
-copy of a device-kept stack). Measured against `full` plus the device-kept names (XLA's memory-usage
-report, default space; libtpu 0.0.42.1): tiny / tpu:v5e:2x2 (2 layers, fixtures/predict)
-2.96 (`names:*=offload`) and 3.63 (`mlp_hidden=offload`); llama-1b / tpu:v5e:2x2, seq 2048
-(16 layers) 3.84 (all four of query_proj, attn_out, mlp_gate, mlp_up offloaded, per-device batch
-5), 3.98 (three, batch 5), 3.85 and 4.57 (mlp_gate and mlp_up, batches 4 and 5), but 7.1 and
-8.6 for mlp_gate alone (batches 4 and 3: a 384 MiB layout copy of a device-kept stack adds to
-it). Not a per-layer cost: 1.5 per layer (the tiny fit) predicted 24 on llama-1b. 3 keeps every
-one of these within 5% of the allocation on llama-1b and within 16% on tiny (whose 7 names
-offloaded at once cost 2.1 x their sum at batch 128); the frontier search calibrates by its
-compiled neighbours and compiles to confirm."""
-
-OFFLOAD_FETCHED_LAYERS = 1.0
-"""Device bytes of an offloaded name at a peak in the backward layer loop, in layers of it: the
-slice fetched back from the host for the layer being differentiated (`hloscope compare` of
-llama-8b / v5e:4x4 `full` and query_proj + mlp_up offloaded at per-device batch 1: the peak's
-new buffers are bf16[1,1,2048,4096] and bf16[1,1,2048,14336], one layer of each; all four
-offloaded at batch 4: +576 MiB live, one layer of each)."""
-LOSS_IN_SPAN_BYTES = 2**28
-"""What the loss holds, run inside the layer loops of a program that offloads a name, beyond
-`full`'s peak outside the loops, the scan's stack of layer inputs and the kept names' stacks:
-0.05 to 1.16 GiB over llama-1b / v5e:2x2's offloaded programs at per-device batches 2 to 6
-(50 compiles of fixtures/predict/llama-v5e-squeezed.json; median 0.26 to 0.48 GiB by batch:
-among what differs, the unsharded [vocab, d_model] embedding gradient, 501 MiB against the
-sharded 125 MiB at `full`'s post-backward moment). 0.25 GiB gives the least worst error over
-the fixture's 77 offloaded programs at the baselines' batches: −7.9% to +5.0% on llama-1b (69),
-−1.7% to −0.2% on llama-8b (8), against −10.1% to +3.7% and −0.7% to +8.7% with
-OFFLOAD_DEVICE_COPIES. Taken as that gradient beyond its shard, V·d·2·(1 − 1/ways) (0.37 GiB
-on llama-1b, 0.92 on llama-8b), llama-1b fits worse (−7.9% to +6.2%); a constant likely
-under-counts for a much larger vocabulary × d_model."""
-
-XLA_TPU_REMAT_PERCENT = 95
-"""libtpu's memory-pressure rematerialization limit, in percent of the usable HBM, less the
-arguments not aliased with an output and the program's overlays. Its log states it
-(/tmp/tpu_logs/tpu_driver.INFO, or stderr with TPU_STDERR_LOG_LEVEL=0; libtpu 0.0.42.1):
-`XLA::TPU post optimization rematerialization limit 14.93G = 95% hbm (14.96G) - (arguments
-(4.03G) - aliased_output(4.03G)) - overlays (26.50M)` (llama-1b / v5e:2x2, 15.75 GiB usable;
-libtpu's --xla_jf_rematerialization_percent_shared_memory_limit sets the percent: the predictor
-takes it from the baseline's build flags, `Baseline.remat_percent`). Overlays are
-taken as the baseline's generated code (35.5 MB there): the limit is within 0.41% of the one
-libtpu logged for each of the 124 rematerialized compiles of the squeeze fixture. A program
-whose schedule needs more is rematerialized until libtpu's tracker puts it under (`hbm
-reduction: 16.09G => 14.17G`), and later passes squeeze further: one logged `Can't reduce
-memory use below 14.93GiB ...; only reduced to 17.08GiB` allocated 14.77 GiB."""
-SQUEEZE_LANDING = 0.99
-"""Where a program libtpu rematerialized lands, as a fraction of the limit above: its
-allocation (XLA's memory-usage report) over the limit was 0.924 to 1.051 on the 35 programs
-libtpu rematerialized and that fit, of the llama-1b / v5e:2x2 and llama-8b / v5e:4x4 frontier
-benchmarks (seq 2048; needs predicted 1.005 to 1.270 x the limit;
-fixtures/predict/llama-v5e-squeezed.json); 0.99 is about the middle: each allocation within
--5.8% .. +7.2% of this prediction. The low ones (0.92-0.97) are llama-1b programs where libtpu
-recomputed the logits it holds through the backward loop, which
-`Prediction.deferred_landing` predicts (-3.2% .. +2.3% there); where it does not apply the
-allocations are within -5.8% .. +4.3%."""
-
-DEFERRED_MARGIN = 0.035
-"""How far beyond the first cut, as a fraction of the limit, the need must be over the limit for
-the predictor to take libtpu to the deferred cut: its need is not libtpu's tracker's (on the
-fixture's 8 kept-name llama-1b programs at per-device batches 5 and 6 that libtpu
-rematerialized and that fit, libtpu's logged need minus the predicted one was -0.50..+0.41 GiB,
--3.3%..+2.8% of the limit), and a program predicted just past the first cut may not get there
-(query_proj, attn_out and mlp_gate kept at per-device batch 5, predicted 0.54 GiB over from a
-`full` baseline at that batch, was not rematerialized at all)."""
+# libtpu's behaviour, fitted on committed compiles: each figure's source and test in
+# hloscope/calibration/tpu.py, how it was measured in docs/calibration.md
+OFFLOAD_DEVICE_COPIES = tpu_calibration.OFFLOAD_DEVICE_COPIES.value
+OFFLOAD_FETCHED_LAYERS = tpu_calibration.OFFLOAD_FETCHED_LAYERS.value
+LOSS_IN_SPAN_BYTES = int(tpu_calibration.LOSS_IN_SPAN_BYTES.value)
+XLA_TPU_REMAT_PERCENT = int(tpu_calibration.REMAT_PERCENT.value)
+SQUEEZE_LANDING = tpu_calibration.SQUEEZE_LANDING.value
+DEFERRED_MARGIN = tpu_calibration.DEFERRED_MARGIN.value
 
 LOSS_ORDER_NOTE = "libtpu's memory scheduler may run the loss before the backward loop or after it"
 """`Prediction.explain`'s line for a program whose loss order the baselines do not decide

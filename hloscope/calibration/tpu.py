@@ -1,0 +1,67 @@
+"""The TPU figures: usable HBM per generation, the step-time model's stated defaults, and the
+memory predictor's fits of libtpu's behaviour (docs/calibration.md, docs/frontier.md)."""
+from __future__ import annotations
+
+from hloscope.calibration.figure import DEFAULT, FIT, MEASURED, UNCHECKED, Figure
+
+SQUEEZED = "fixtures/predict/llama-v5e-squeezed.json"  # llama-1b / v5e:2x2, llama-8b / v5e:4x4
+_SQUEEZE_TESTS = "tests/analyses/predict/test_predictor_squeeze.py"
+_OFFLOAD_TESTS = "tests/analyses/predict/test_predictor_offload.py"
+_OOM_LIVE = "tests/workloads/test_workloads.py::test_tpu_oom_is_a_result_with_dumps (slow)"
+
+
+def _usable(gib: float, checked_by: str = UNCHECKED) -> Figure:
+    return Figure(gib, MEASURED, f'libtpu 0.0.42.1 OOM message "exceeds available HBM ({gib}G)" '
+                  "(docs/targets.md)", checked_by)
+
+
+# GiB a program may use per device: what libtpu's OOM verdict says is available
+USABLE_HBM_GIB: dict[str, Figure] = {
+    "v2": _usable(7.48), "v3": _usable(15.48), "v4": _usable(30.75),
+    "v5e": _usable(15.75, f"{_OOM_LIVE}; fixtures/tpu-v5e-2x2-oom/manifest.json"),
+    "v5p": _usable(95.74), "v6e": _usable(31.25), "tpu7x": _usable(94.75),
+}
+
+# the step-time model: nothing here has been measured on a TPU step yet
+MATMUL_EFFICIENCY = Figure(0.75, DEFAULT, "stated default: no TPU step has been measured here")
+MEMORY_EFFICIENCY = Figure(0.85, DEFAULT, "stated default: no TPU step has been measured here")
+OP_OVERHEAD = Figure(0.5e-6, DEFAULT, "stated default: a TPU op is issued by the core's own "
+                     "program, no host launch; no published figure")
+HOP_LATENCY = Figure(1e-6, DEFAULT, "stated default: ICI hop latency, no published figure")
+HOST_LINK = Figure(16e9, DEFAULT, "stated default: no host-link bandwidth is published for "
+                   "Cloud TPU (v6e: 'PCIe Gen5', no lanes); 16 GB/s per chip each way, the "
+                   "sensitivity line of every offload row says what the ranking needs")
+HOST_OVERLAP = Figure(
+    1.0, MEASURED, "MaxText pull request 546: Llama 2 70B on v5p-128 ran at 65% MFU with q/k/v "
+    "offloaded against 63% without; libtpu overlaps the transfers with the phase's compute",
+    "unchecked: the only published TPU offload measurement is its source")
+MXU_128 = ((8, 128, 128), "Cloud TPU docs (system architecture): 128 x 128 systolic MXU; "
+           "rows stream in groups of 8 sublanes")
+MXU_256 = ((8, 256, 256), "Cloud TPU docs v6e: 256 x 256 MXU")
+MXU_TPU7X = ((8, 256, 256), "taken as v6e's 256 x 256 MXU: not verified for TPU7x")
+
+# the memory predictor (hloscope.analyses.predict.model): libtpu's behaviour, fitted
+REMAT_PERCENT = Figure(
+    95, MEASURED, "libtpu's log: 'rematerialization limit 14.93G = 95% hbm (14.96G) - ...' "
+    f"(llama-1b / v5e:2x2, libtpu 0.0.42.1; {SQUEEZED})",
+    f"{_SQUEEZE_TESTS}::test_the_limit_is_libtpus (within 0.5% of every logged limit)")
+SQUEEZE_LANDING = Figure(
+    0.99, FIT, f"allocation / limit of the 35 rematerialized programs that fit in {SQUEEZED}: "
+    "0.924 to 1.051", f"{_SQUEEZE_TESTS}::test_a_squeezed_allocation_lands_near_the_limit")
+DEFERRED_MARGIN = Figure(
+    0.035, FIT, f"libtpu's logged need less the predicted one on {SQUEEZED}'s 8 kept-name "
+    "llama-1b programs: -3.3% to +2.8% of the limit",
+    f"{_SQUEEZE_TESTS}::test_past_the_first_cut_libtpu_recomputes_the_deferred_logits")
+OFFLOAD_DEVICE_COPIES = Figure(
+    3.0, FIT, "offloaded names' device bytes over `full` plus the device-kept names, in layers "
+    "of each: 2.96 to 4.57 on tiny (fixtures/predict) and llama-1b / v5e:2x2",
+    "tests/analyses/predict/test_predictor.py::test_offloaded_policies_are_within_the_documented"
+    "_bound (within 16%)")
+OFFLOAD_FETCHED_LAYERS = Figure(
+    1.0, MEASURED, "`hloscope compare` of llama-8b / v5e:4x4 `full` and offloaded names: one "
+    "layer of each offloaded name among the backward loop's new buffers at the peak",
+    f"{_OFFLOAD_TESTS}::test_llama_8b_offload_within_2_percent")
+LOSS_IN_SPAN_BYTES = Figure(
+    2**28, FIT, f"the least worst error over {SQUEEZED}'s 77 offloaded programs (0.05 to 1.16 "
+    "GiB held, median 0.26 to 0.48 GiB by batch)",
+    f"{_OFFLOAD_TESTS}::test_llama_1b_offload_within_8_percent")
