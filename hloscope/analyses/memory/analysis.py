@@ -29,10 +29,15 @@ from typing import TYPE_CHECKING
 from hloscope.analyses.arguments import pytree_path
 from hloscope.analyses.cost.attribution import split
 from hloscope.analyses.cost.phases import DEFAULT_SCOPE_DEPTH, layer_number, scope_path
-from hloscope.analyses.memory.heap import AllocationEstimate, estimate_allocation
+from hloscope.analyses.memory.heap import (
+    AllocationEstimate,
+    Placement,
+    estimate_placed,
+    place_buffers,
+)
 from hloscope.analyses.memory.layer_span import LayerSpan, deferred_bytes, layer_span
 from hloscope.analyses.memory.layers import LOOP_BODY, ScannedLayers
-from hloscope.analyses.memory.liveness import Liveness, analyze_liveness
+from hloscope.analyses.memory.liveness import analyze_liveness
 from hloscope.analyses.memory.liveness.categories import CATEGORY_ORDER, Classifier, path_components
 from hloscope.analyses.memory.liveness.peak import (
     added,
@@ -260,8 +265,10 @@ def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None
     `root` analyses another top-level computation than the entry as a program;
     `stacked_layers` (the layer scan's length) adds one layer's backward working set."""
     with paused_gc():
-        liveness = analyze_liveness(module, root)
-        builder = _Builder(module, liveness, backend or detect_backend(module), scope_depth)
+        backend = backend or detect_backend(module)
+        placement = place_buffers(analyze_liveness(module, root), backend)
+        liveness = placement.liveness
+        builder = _Builder(module, placement, backend, scope_depth)
         result = builder.result(xla)
         span = layer_span(result.timeline, result.peak_bytes, module) if root is None else None
         if span is not None:
@@ -330,18 +337,19 @@ def live_peak_bytes(module: HloModule) -> tuple[int | None, str]:
     if not module.is_scheduled:
         return None, "n/a: module not scheduled (pass the after-optimizations dump)"
     with paused_gc():
-        liveness = analyze_liveness(module)
         backend = detect_backend(module)
+        liveness = place_buffers(analyze_liveness(module), backend).liveness
         timelines = space_timelines(liveness)
         device = [t for n, t in timelines.items() if is_device_space(backend, n)]
         return max(added(device, liveness.program.end_time + 1), default=0), ""
 
 
 class _Builder:
-    def __init__(self, module: HloModule, liveness: Liveness, backend: str,
+    def __init__(self, module: HloModule, placement: Placement, backend: str,
                  scope_depth: int) -> None:
         self.module = module
-        self.liveness = liveness
+        self.placement = placement
+        self.liveness = liveness = placement.liveness
         self.backend = backend
         self.scope_depth = scope_depth
         self.classifier = Classifier(liveness)
@@ -362,7 +370,7 @@ class _Builder:
         peak_values = live_at(liveness, moment, keep=self.on_device)
         instruction = program.sequence[moment] if moment < len(program.sequence) else None
         xla_time = xla_moment(liveness)
-        estimate = estimate_allocation(liveness, self.backend)
+        estimate = estimate_placed(self.placement)
         return MemoryResult(
             module_name=self.module.name, source=self.module.source, backend=self.backend,
             peak_bytes=sum(v.bytes for v in peak_values),

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from hloscope.analyses.memory.liveness import Liveness
+from hloscope.analyses.memory.liveness import Liveness, placed
 from hloscope.analyses.memory.liveness.program import fused_computation
 from hloscope.analyses.memory.liveness.sharing import ShareRules, can_take_operand
 from hloscope.analyses.memory.liveness.values import Value
@@ -142,12 +142,39 @@ class AllocationEstimate:
                 "spaces": [s.to_dict() for s in self.spaces]}
 
 
-def estimate_allocation(liveness: Liveness, backend: str) -> AllocationEstimate:
-    """XLA's buffer assignment replayed on `liveness` (see the module docstring)."""
-    alignment = ALIGNMENT.get(backend, _DEFAULT_ALIGNMENT)
+@dataclass(frozen=True, slots=True, eq=False)
+class Placement:
+    """Steps 1 and 2 replayed: `liveness` as the buffer assigner places it (`liveness.placed`:
+    the heap's shares without the buffers placed before it, and the values it puts at one
+    offset of an argument's or output's allocation where their ranges meet)."""
+
+    liveness: Liveness
+    backend: str
+    assigner: _Assigner
+
+
+def place_buffers(liveness: Liveness, backend: str) -> Placement:
+    """Steps 1 and 2 on `liveness` (from analyze_liveness); the live peak is counted on the
+    returned liveness, the estimate packs its heap."""
     size_of: SizeOf = _tpu_size if backend == "tpu" else (lambda v: v.bytes)
     assigner = _Assigner(liveness, size_of)
     assigner.run()
+    outside = frozenset(v.id for b in assigner.buffers if b.kind != _HEAP for v in b.values)
+    settled = placed(liveness, outside, assigner.together())
+    assigner.liveness = settled
+    return Placement(settled, backend, assigner)
+
+
+def estimate_allocation(liveness: Liveness, backend: str) -> AllocationEstimate:
+    """XLA's buffer assignment replayed on `liveness` (see the module docstring)."""
+    return estimate_placed(place_buffers(liveness, backend))
+
+
+def estimate_placed(placement: Placement) -> AllocationEstimate:
+    """Step 3 on a placement: the heap packed per memory space, and the allocation's parts."""
+    backend, liveness, assigner = placement.backend, placement.liveness, placement.assigner
+    alignment = ALIGNMENT.get(backend, _DEFAULT_ALIGNMENT)
+    size_of = assigner.size_of
     spaces = []
     for space in sorted({b.space for b in assigner.buffers}):
         heap_values = [v for b in assigner.buffers if b.space == space and b.kind == _HEAP
@@ -242,6 +269,22 @@ class _Assigner:
             allocation = self._new(buffer, readonly=False)
             if not tuple_shaped:  # a tuple's allocation takes no other buffer (is_tuple)
                 self.reusable.append(allocation)
+
+    def together(self) -> list[tuple[int, int]]:
+        """(earlier, later) values of different buffers in one allocation whose ranges meet:
+        both at its offset 0 (MaybeAssignBuffer), so one piece of memory at that time."""
+        pairs = []
+        for allocation in self.allocations:
+            spans = allocation.spans
+            for first, (_, end, value) in enumerate(spans):
+                for other_start, _, other in spans[first + 1:]:
+                    if other_start > end:
+                        break
+                    if self.buffer_of[value.id] is self.buffer_of[other.id]:
+                        continue
+                    pairs.append((value.id, other.id) if other_start == end
+                                 else (other.id, value.id))
+        return pairs
 
     def _entry_parameter(self, buffer: _Buffer) -> Value | None:
         computation_of = self.liveness.program.computation_of

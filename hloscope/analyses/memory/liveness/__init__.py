@@ -22,14 +22,14 @@ fragmentation (see `hloscope memory`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from hloscope.analyses.memory.liveness.aliasing import UnionFind, alias_buffers
 from hloscope.analyses.memory.liveness.dataflow import Dataflow
 from hloscope.analyses.memory.liveness.positions import settle
 from hloscope.analyses.memory.liveness.program import FlatProgram, flatten
 from hloscope.analyses.memory.liveness.ranges import live_ranges
-from hloscope.analyses.memory.liveness.sharing import Share, shared_buffers
+from hloscope.analyses.memory.liveness.sharing import Share, ValueAt, shared_buffers
 from hloscope.analyses.memory.liveness.values import (
     Index,
     TreeIndexError,
@@ -49,7 +49,9 @@ class Liveness:
 
     `buffers` groups the values XLA's alias analysis puts in one buffer; `shares` lists the
     (operand, output) values the heap simulator places in one buffer where the operand dies;
-    `allocations` groups both: the values that occupy one piece of memory over time."""
+    `together` the (earlier, later) values the buffer assigner puts at one offset of an
+    argument's or output's allocation where their ranges meet (empty until `placed`);
+    `allocations` groups all three: the values that occupy one piece of memory over time."""
 
     program: FlatProgram
     values: list[Value]
@@ -57,6 +59,8 @@ class Liveness:
     buffers: UnionFind
     shares: list[Share]
     allocations: UnionFind
+    value_at: ValueAt
+    together: list[Share] = field(default_factory=list)
     _live: list[Value] | None = None
 
     def live_values(self) -> list[Value]:
@@ -90,10 +94,26 @@ def analyze_liveness(module: HloModule, root: str | None = None) -> Liveness:
     buffers = alias_buffers(program, values, value_at)
     ranges = live_ranges(program, values, buffers)
     shares = shared_buffers(program, values, ranges, buffers, value_at)
+    return Liveness(program, values, ranges, buffers, shares, _joined(buffers, shares), value_at)
+
+
+def placed(liveness: Liveness, outside_heap: frozenset[int],
+           together: list[Share]) -> Liveness:
+    """`liveness` as XLA's buffer assigner places it: the values in `outside_heap` went to an
+    argument's or output's allocation before the heap simulation (so they take no heap
+    buffer and give none), and each pair in `together` sits at one offset of one allocation
+    where the first value's range ends and the second's begins (one piece of memory there)."""
+    shares = shared_buffers(liveness.program, liveness.values, liveness.ranges,
+                            liveness.buffers, liveness.value_at, outside_heap)
+    allocations = _joined(liveness.buffers, [*shares, *together])
+    return replace(liveness, shares=shares, allocations=allocations, together=list(together))
+
+
+def _joined(buffers: UnionFind, pairs: list[Share]) -> UnionFind:
     allocations = buffers.copy()
-    for operand, output in shares:
-        allocations.union(operand, output)
-    return Liveness(program, values, ranges, buffers, shares, allocations)
+    for first, second in pairs:
+        allocations.union(first, second)
+    return allocations
 
 
-__all__ = ["Liveness", "Value", "analyze_liveness", "require_scheduled"]
+__all__ = ["Liveness", "Value", "analyze_liveness", "placed", "require_scheduled"]

@@ -51,12 +51,15 @@ Share = tuple[int, int]
 
 
 def shared_buffers(program: FlatProgram, values: list[Value], ranges: dict[int, tuple[int, int]],
-                   buffers: UnionFind, value_at: ValueAt) -> list[Share]:
-    """The operand buffers XLA's heap simulator lets an instruction's output take, in order."""
+                   buffers: UnionFind, value_at: ValueAt,
+                   outside_heap: frozenset[int] = frozenset()) -> list[Share]:
+    """The operand buffers XLA's heap simulator lets an instruction's output take, in order.
+    `outside_heap`: values the buffer assigner placed before the heap (in an argument's or an
+    output's allocation), which the heap simulator never sees."""
     sizes = Counter(buffers.find(v.id) for v in values)
     pinned = _pinned_buffers(program, values, buffers)
-    alone = {v.id for v in values
-             if sizes[buffers.find(v.id)] == 1 and buffers.find(v.id) not in pinned}
+    alone = {v.id for v in values if sizes[buffers.find(v.id)] == 1
+             and buffers.find(v.id) not in pinned and v.id not in outside_heap}
     rules = ShareRules(program.module)
     freed: set[int] = set()
     shares: list[Share] = []
