@@ -1,75 +1,15 @@
-"""Predict a per-tensor policy's device allocation, host bytes, FLOPs and step time.
+"""Predict a per-tensor policy's device allocation, host bytes, FLOPs and step time from
+compiled `full` baselines and the config, without compiling it.
 
-From a compiled `full` baseline B at one batch (per-device micro-batch tokens t0, allocation
-A_B, of which F does not scale with the batch: `baseline.py`) and the config, for a
-`names:` policy P at a batch with k micro-batches (tokens t per device and micro-batch):
-
-    A(P) = F + (A_B - F)·t/t0                      the full program at t: the layers' inputs
-                                                   (the scan's carries) and temporaries scale
-         + L·Σ_device n(t) - Σ_device n(t)         each kept name: L layers hold it, and the
-                                                   backward working set of B, which recomputes
-                                                   one layer's residuals, no longer holds it
-         - min(that, H(t))                         with no name offloaded and k = 1: H is
-                                                   `full`'s live peak above its peak inside
-                                                   the layer loops' span (`analyses/memory/
-                                                   layer_span.py`; libtpu may run the loss's
-                                                   logits after the backward loop): the kept
-                                                   stacks fill that headroom before they
-                                                   raise the peak
-         + max(Σ_offload n(t),                     offloaded names (host memory holds their
-               L·r(t) + Σ_device n(t) + X - D(t))  L layers), with k = 1 and the spans
-                                                   measured: the backward loop holds one layer
-                                                   of each fetched back (OFFLOAD_FETCHED_LAYERS),
-                                                   or the loss, which libtpu then runs inside
-                                                   the loops, holds the scan's L layer inputs
-                                                   r, every kept layer and X (LOSS_IN_SPAN_BYTES)
-                                                   over `full`'s peak outside the loops (D:
-                                                   how far `full`'s peak is above it);
-                                                   otherwise 3·Σ_offload n(t)
-                                                   (OFFLOAD_DEVICE_COPIES)
-         + 4 B × parameters per device             with k > 1 micro-batches (and a baseline
-                                                   without): an fp32 gradient accumulator
-                                                   (`oom/remedies.py`),
-         + S - F_B                                 the model state S (parameters and optimizer
-                                                   state, closed form) the accumulation loop
-                                                   holds whole where the baseline's peak held
-                                                   F_B of it (the backward frees layers'
-                                                   parameters as it goes; the loop cannot),
-         + 8 B·t·(2k - 1)                          the step's token ids and targets (int32) for
-                                                   all k micro-batches, twice: the entry's and
-                                                   the scan's re-laid-out copy (the baseline's
-                                                   one micro-batch of them is in the slope)
-
-with n(t) the bytes of one layer's name on one device (`spec/tensors.py`'s closed form). With a
-second `full` baseline at another batch, F and the slope come from the line through the two
-`full` allocations around t instead (piecewise linear over every baseline; the two largest
-above them), but only at or above the smallest baseline's tokens: below it the line's intercept
-can be negative, and the program is scaled from the smallest baseline alone (H alike, in
-proportion to the tokens there). On TPU that
-over-predicts small programs: libtpu keeps temporaries in on-chip VMEM when they fit, so the
-HBM allocation falls faster than the tokens (tiny / v5e at 8 sequences per device: 11.7 MB
-compiled, 30 MB predicted; tests/analyses/predict).
-Host bytes are L·Σ_offload n(t) (pinned host memory).
-FLOPs: the baseline's per token times the step's tokens, less L × the recompute the kept names
-save (`flops.py`, per token). The step time is the roofline's (`analyses/roofline.py`) from the
-predicted FLOPs, the baseline's HBM bytes scaled with the tokens plus the offloaded bytes' HBM
-traffic (OFFLOAD_HBM_PASSES), its collectives, and the offloaded bytes over the host link both
-ways.
-
-On TPU the figure above is what the program needs; libtpu does not let it allocate that when it
-exceeds its rematerialization limit (XLA_TPU_REMAT_PERCENT): it recomputes until the program is
-under, and the allocation lands near the limit (`Prediction.allocation_bytes`, SQUEEZE_LANDING),
-or, where it recomputes what `full` holds through its backward loop, well under it
-(`Prediction.deferred_landing`).
-The need decides whether a program is predicted to fit; the allocation is what XLA reports.
-Under the limit, where `full` holds its logits through the backward loop and the kept stacks are
-at least the f32 logits, libtpu may run the loss after the backward loop (the f32 logits then go
-in the space the stacks free: the need less `full`'s packing) or before it (every stack and the
-gathered table live at the loss); the baselines do not say which, and the allocation is
-predicted halfway between the two (`Predictor._loss_orders`).
-
-Every figure is the sum of its `Term`s, each with its count and unit, so a prediction explains
-itself ("+2 layers × 8 MiB mlp_hidden kept").
+The device bytes are the baselines' allocation scaled with the tokens, plus each kept name's L
+layers (its closed-form bytes, `spec/tensors.py`) less the headroom `full` leaves above its layer
+loops, plus what offloaded names hold on the device, and under micro-batches a gradient
+accumulator and the whole model state. On TPU, where that need exceeds libtpu's
+rematerialization limit, the allocation is where libtpu's recompute lands. FLOPs are the
+baseline's per token less the recompute the kept names save; the step time is the roofline's.
+Every figure is a sum of `Term`s, so a prediction explains itself ("+2 layers × 8 MiB
+mlp_hidden kept"). The formula term by term: docs/predict.md; the constants fitted to libtpu:
+`hloscope.calibration.tpu` (docs/calibration.md).
 """
 from __future__ import annotations
 
