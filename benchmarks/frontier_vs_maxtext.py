@@ -227,16 +227,18 @@ def main() -> int:
     block = _block(args)
     names = tuple(args.names.split(",")) if args.names else block
     if args.step:
-        request = hloscope.api.sweep_request("", "full", args.target, None, None,
-                                             Grid((args.seq,), (1,)), cache=args.cache,
+        request = hloscope.api.sweep_request(policies="full", target=args.target,
+                                             grid=Grid((args.seq,), (1,)), cache=args.cache,
                                              step=args.step)
         data_ways = request.data_parallel
         order = step_order(args.step, args.target, names)
     else:
         config = preset_config(args.model, seq_len=args.seq)
         data_ways = mesh_ways(config, args.target).batch
-        request = hloscope.api.sweep_request(args.model, "full", args.target, None, None,
-                                             Grid((args.seq,), (data_ways,)), cache=args.cache)
+        request = hloscope.api.sweep_request(model=args.model, policies="full",
+                                             target=args.target,
+                                             grid=Grid((args.seq,), (data_ways,)),
+                                             cache=args.cache)
         order = maxtext_order(config, names)
     capacity = frontier_capacity(request, None)
     compiler = Compiler(args, data_ways)

@@ -66,7 +66,7 @@ def nested() -> list[str]:
 
 
 def seed70b() -> list[str]:
-    result = sweep("llama-70b", "tpu:v6e-128", "full,nested:8,offload_carries", num_slices=4,
+    result = sweep("llama-70b", "tpu:v6e-128:slices=4", "full,nested:8,offload_carries",
                    seq_len=4096, batch=3072)
     lines = ["## seed70b: llama-70b on 4 x v6e-128, seq 4096, global batch 3072",
              f"winner: {result.winner}: {result.verdicts[result.winner].reason}"]
@@ -146,7 +146,7 @@ def ici70b() -> list[str]:
     from hloscope.formats.build import HLO_FILE, read_build
     from hloscope.loader.hlo_input import load_input
 
-    result = sweep("llama-70b", "tpu:v5e:16x16", "full", num_slices=4, seq_len=4096,
+    result = sweep("llama-70b", "tpu:v5e:16x16:slices=4", "full", seq_len=4096,
                    batch=1024)
     outcome = result.outcomes[0]
     lines = ["## ici70b: llama-70b on 4 x v5e-256, seq 4096, global batch 1024, full",

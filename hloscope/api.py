@@ -14,7 +14,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from hloscope.analyses.cost import CostOptions
 from hloscope.analyses.cost.flops import BREAKDOWNS, DEFAULT_SCOPE_DEPTH, FlopsResult
@@ -23,6 +23,7 @@ from hloscope.errors import InputError, UsageError
 from hloscope.loader.hlo_input import load_input
 from hloscope.loader.program import Program, as_program, load_program
 from hloscope.model.module import HloModule
+from hloscope.spec.targets import Target, parse_target
 
 if TYPE_CHECKING:
     from hloscope.analyses.cost.remat import RematResult
@@ -44,8 +45,17 @@ if TYPE_CHECKING:
     from hloscope.workloads.build import BuildSpec
 
 ModuleLike = Program | HloModule | str | Path
+Config: TypeAlias = "TransformerConfig | StepConfig"
+"""A built-in model's config or a user step's (the kinds `spec.config_kind` describes)."""
+TargetLike: TypeAlias = "str | Target"
+"""A `Target`, or its string (`tpu:v6e-128:slices=4`), parsed once where the API is entered."""
 StepFactory = Callable[..., Any]
 """A user's `make_step(remat[, layers]) -> (step_fn, args[, jit_kwargs])` (spec/step.py)."""
+
+
+def as_target(target: str | Target) -> Target:
+    """`target` parsed (a UsageError naming the valid forms when it is none), once."""
+    return target if isinstance(target, Target) else parse_target(target)
 
 
 def as_module(module: ModuleLike) -> HloModule:
@@ -130,11 +140,10 @@ def oom(module: ModuleLike, device: str | None = None, capacity: int | str | Non
     return diagnose(inputs, resolved, rows, top, offloaded, compiled_only=step)
 
 
-def oom_step(step: str | StepFactory, target: str = "cpu", policy: str = "none",
+def oom_step(step: str | StepFactory, target: TargetLike = "cpu", policy: str = "none",
              candidates: str | Sequence[str] = "all", device: str | None = None,
              capacity: int | str | None = None, top: int = 10,
              cache: str | Path | None = None, timeout: float = 3600.0,
-             num_slices: int | None = None, allow_any_topology: bool = False,
              xla_flags: Sequence[str] = (), **overrides: Any) -> OomDiagnosis:
     """`oom` of a user's step (`make_step` or a `FILE.py:function` reference) at remat `policy`
     on `target`: `policy` and the `candidates` are compiled as a sweep (into a temporary folder
@@ -156,8 +165,7 @@ def oom_step(step: str | StepFactory, target: str = "cpu", policy: str = "none",
     folder = Path(tempfile.mkdtemp(prefix="hloscope-oom-step-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     sweep(step if not isinstance(step, str) else "", names, target, folder, force=True,
-          cache=cache, timeout=timeout, num_slices=num_slices,
-          allow_any_topology=allow_any_topology, xla_flags=xla_flags,
+          cache=cache, timeout=timeout, xla_flags=xla_flags,
           step=step if isinstance(step, str) else None, **overrides)
     record = read_sweep(folder)
     own = next(row for row in record.variants if row.variant == names[0])
@@ -260,37 +268,41 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
 
 
 def build(output: str | Path, model: str | StepFactory = "tiny", policy: str = "none",
-          target: str = "cpu", config: TransformerConfig | StepConfig | None = None,
+          target: TargetLike = "cpu", config: Config | None = None,
           force: bool = False, cache: str | Path | None = None, timeout: float = 3600.0,
-          num_slices: int | None = None, allow_any_topology: bool = False,
           xla_flags: Sequence[str] = (), step: str | None = None,
           **overrides: Any) -> BuildSummary:
     """Compiles one remat variant (`policy`) of a built-in transformer (`model`, a preset, with
     config `overrides` such as n_layers=2 or the mesh's dcn_data_parallel / ici_fsdp_parallel,
-    or a whole `config`) for `target` (`num_slices` slices of it; `allow_any_topology` for a
-    chip grid that is no real slice) into the build folder `output` (refused when not empty,
-    unless `force`); from the build cache at `cache` when the same program was compiled before.
+    or a whole `config`) for `target` (a `Target`, or its string: `tpu:v6e-128:slices=4` for
+    4 slices, `:any-topology` for a chip grid that is no real slice) into the build folder
+    `output` (refused when not empty, unless `force`); from the build cache at `cache` when
+    the same program was compiled before.
     `xla_flags` go to the compile (LIBTPU_INIT_ARGS on TPU, XLA_FLAGS elsewhere) with those of
     the environment, and are recorded. `result.passed` is False when it did not compile or does
     not fit. `model` may be a user's step factory instead (or `step`, a `FILE.py:function` /
     `module:function` reference; spec/step.py): its variant `policy` is compiled, `overrides`
     then being batch / seq_len / compute_dtype and the mesh sizes it is given."""
+    spec = build_spec(model, policy, target, config, xla_flags, step=step, **overrides)
+    return build_from(spec, output, force, cache, timeout)
+
+
+def build_from(spec: BuildSpec, output: str | Path, force: bool = False,
+               cache: str | Path | None = None, timeout: float = 3600.0) -> BuildSummary:
+    """Compiles what `build_spec` made (the CLI's `build` checks it, then compiles it here)."""
     from hloscope.analyses.summary.variant import BuildSummary, variant_figures
     from hloscope.loader.build import load_build
     from hloscope.workloads.build import prepare_folder
     from hloscope.workloads.cache import build_into
 
-    spec = build_spec(model, policy, target, config, num_slices, allow_any_topology, xla_flags,
-                      step=step, **overrides)
     folder = Path(output)
     prepare_folder(folder, force)
     built, cached = build_into(spec, folder, None if cache is None else Path(cache), timeout)
     return BuildSummary(built, variant_figures(load_build(built), spec.variant), cached)
 
 
-def build_spec(model: str | StepFactory = "tiny", policy: str = "none", target: str = "cpu",
-               config: TransformerConfig | StepConfig | None = None,
-               num_slices: int | None = None, allow_any_topology: bool = False,
+def build_spec(model: str | StepFactory = "tiny", policy: str = "none",
+               target: TargetLike = "cpu", config: Config | None = None,
                xla_flags: Sequence[str] = (), step: str | None = None,
                **overrides: Any) -> BuildSpec:
     """What `build` compiles, checked (the variant, the target, the mesh, jax installed)."""
@@ -298,10 +310,9 @@ def build_spec(model: str | StepFactory = "tiny", policy: str = "none", target: 
     from hloscope.spec.policies import parse_variant
     from hloscope.spec.presets import preset_config
     from hloscope.spec.step import StepConfig
-    from hloscope.spec.targets import parse_target
     from hloscope.workloads.build import BuildSpec
 
-    parsed = parse_target(target, num_slices, allow_any_topology)
+    parsed = as_target(target)
     require_compiler(parsed.backend, f"a build for {parsed.spec}")
     source = step if step is not None else (None if isinstance(model, str) else model)
     if source is not None:
@@ -347,29 +358,28 @@ def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps
 
 
 def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "all",
-          target: str = "cpu", output: str | Path | None = None,
-          config: TransformerConfig | StepConfig | None = None,
-          grid: Grid | None = None, search_batch: bool = False, max_batch: int = 1 << 16,
-          executor: ExecutorSpec | None = None, jobs: int | None = None,
-          retries: int | None = None, cache: str | Path | None = None, timeout: float = 3600.0,
-          force: bool = False, listener: SweepListener | None = None,
-          num_slices: int | None = None, allow_any_topology: bool = False,
-          xla_flags: Sequence[str] = (), search_window: int | None = None,
-          max_probes: int | None = None, step: str | None = None, search: str | None = None,
+          target: TargetLike = "cpu", output: str | Path | None = None, *,
+          config: Config | None = None, grid: Grid | None = None,
+          search: str | None = None, search_batch: bool = False, max_batch: int = 1 << 16,
+          search_window: int | None = None, max_probes: int | None = None,
           capacity: int | None = None, names: str | Sequence[str] | None = None,
           choices: str | Sequence[str] | None = None, measure: int = 0,
-          measure_steps: int = 3, **overrides: Any) -> SweepResult | FrontierResult:
+          measure_steps: int = 3, executor: ExecutorSpec | None = None,
+          jobs: int | None = None, retries: int | None = None, cache: str | Path | None = None,
+          timeout: float = 3600.0, xla_flags: Sequence[str] = (), step: str | None = None,
+          force: bool = False, listener: SweepListener | None = None,
+          **overrides: Any) -> SweepResult | FrontierResult:
     """Compiles the remat variants `policies` ("all", a comma-separated list or a list of
     names, per-tensor `names:...` policies among them: hloscope.spec.policies) of a built-in
     transformer (`model` with config `overrides`, or a whole `config`) — or of the
     user's step when `model` is a factory `make_step(remat[, layers])` (or `step` names one as
-    `FILE.py:function`; see `hloscope.spec.step`) — for `target` and ranks
+    `FILE.py:function`; see `hloscope.spec.step`) — for `target` (as in `build`) and ranks
     them; the winner (`result.winner`) is the fastest that fits. `output` is a folder for
     sweep.json and every variant's build folder (refused when not empty, unless `force`);
-    `cache` a build cache (one of the two is needed); `grid` sweeps several batch and sequence
-    lengths, `search_batch` finds each variant's largest batch that fits (`search_window` steps
-    above it compiled and failing, at most `max_probes` compiles; `hloscope.sweeps.search`).
-    `num_slices`, `allow_any_topology` and `xla_flags` as in `build`. `search="frontier"`
+    `cache` a build cache; with neither, the CLI's default build cache (stderr says where).
+    `grid` sweeps several batch and sequence lengths. `search="batch"` (or `search_batch`)
+    finds each variant's largest batch that fits (`search_window` steps above it compiled and
+    failing, at most `max_probes` compiles; `hloscope.sweeps.search`). `search="frontier"`
     ignores `policies`: per batch of `grid` it finds the fastest per-tensor `names:` policy
     that fits `capacity` bytes (default: the device's), predicted from compiled `full`
     baselines and confirmed by few compiles (`hloscope.sweeps.frontier`), varying only `names`
@@ -379,38 +389,43 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
     (`hloscope.sweeps.frontier_run`). `measure=K` runs the K fastest predicted variants that
     fit `measure_steps` steps each on the target's own devices (here: the CPU, or a GPU or TPU
     present) and ranks them by the measured step (`result.measured`; `hloscope.sweeps.measure`).
-    `search="batch"` is `search_batch=True`. With neither `output` nor `cache` the CLI's
-    default build cache is used, and stderr says where."""
-    from hloscope.sweeps.core import run_sweep_folder
-
+    Every keyword after `output` goes to `sweep_request`; `run_sweep` runs what it makes."""
     if output is None and cache is None:
         cache = _default_cache()
+    request = sweep_request(
+        model=model, policies=policies, target=target, output=output, config=config,
+        grid=grid, search=search, search_batch=search_batch, max_batch=max_batch,
+        search_window=search_window, max_probes=max_probes, capacity=capacity, names=names,
+        choices=choices, measure=measure, measure_steps=measure_steps, executor=executor,
+        jobs=jobs, retries=retries, cache=cache, timeout=timeout, xla_flags=xla_flags,
+        step=step, **overrides)
+    return run_sweep(request, force, listener)
 
-    if search not in (None, "batch", "frontier"):
-        raise UsageError(f"search must be 'batch' or 'frontier', not {search!r}")
-    if search == "frontier":
+
+def run_sweep(request: SweepRequest, force: bool = False,
+              listener: SweepListener | None = None,
+              measuring: Callable[[int, Path, str], None] | None = None,
+              ) -> SweepResult | FrontierResult:
+    """Runs a request from `sweep_request`: the frontier search, or the sweep (its batch search)
+    and then the measured runs; `measuring(count, folder, platform)` is told before those."""
+    from hloscope.sweeps.core import run_sweep_folder
+
+    if request.frontier is not None:
         from hloscope.sweeps.frontier_run import run_frontier
 
-        request = sweep_request(model, "full", target, output, config, grid, False, max_batch,
-                                executor, jobs, retries, cache, timeout, num_slices=num_slices,
-                                allow_any_topology=allow_any_topology, xla_flags=xla_flags,
-                                step=step, **overrides)
-        return run_frontier(request, capacity, force, names, choices)
-    search_batch = search_batch or search == "batch"
-
-    request = sweep_request(model, policies, target, output, config, grid, search_batch,
-                            max_batch, executor, jobs, retries, cache, timeout,
-                            num_slices=num_slices, allow_any_topology=allow_any_topology,
-                            xla_flags=xla_flags, search_window=search_window,
-                            max_probes=max_probes, step=step, **overrides)
-    if not measure:
+        options = request.frontier
+        return run_frontier(request, options.capacity, force, options.names, options.choices)
+    if not request.measure:
         return run_sweep_folder(request, force, listener)
-    from hloscope.sweeps.measure import measurable_platform, measure_folder
+    from hloscope.sweeps.measure import candidates, measurable_platform, measure_folder
     from hloscope.sweeps.measure import measure as measure_variants
 
     platform = measurable_platform(request)  # refused before anything compiles
     result = run_sweep_folder(request, force, listener)
-    return measure_variants(result, measure, measure_steps, measure_folder(request), platform,
+    folder = measure_folder(request)
+    if measuring is not None:
+        measuring(len(candidates(result, request.measure)), folder, platform)
+    return measure_variants(result, request.measure, request.measure_steps, folder, platform,
                             force=True)
 
 
@@ -425,67 +440,92 @@ def _default_cache() -> Path:
     return root
 
 
-def sweep_request(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "all",
-                  target: str = "cpu", output: str | Path | None = None,
-                  config: TransformerConfig | StepConfig | None = None,
-                  grid: Grid | None = None, search_batch: bool = False,
-                  max_batch: int = 1 << 16, executor: ExecutorSpec | None = None,
+def sweep_request(*, model: str | StepFactory = "tiny", policies: str | Sequence[str] = "all",
+                  target: TargetLike = "cpu", output: str | Path | None = None,
+                  config: Config | None = None, grid: Grid | None = None,
+                  search: str | None = None, search_batch: bool = False,
+                  max_batch: int = 1 << 16, search_window: int | None = None,
+                  max_probes: int | None = None, capacity: int | None = None,
+                  names: str | Sequence[str] | None = None,
+                  choices: str | Sequence[str] | None = None, measure: int = 0,
+                  measure_steps: int = 3, executor: ExecutorSpec | None = None,
                   jobs: int | None = None, retries: int | None = None,
                   cache: str | Path | None = None, timeout: float = 3600.0,
-                  num_slices: int | None = None, allow_any_topology: bool = False,
-                  xla_flags: Sequence[str] = (), search_window: int | None = None,
-                  max_probes: int | None = None, step: str | None = None,
+                  xla_flags: Sequence[str] = (), step: str | None = None,
                   **overrides: Any) -> SweepRequest:
-    """What `sweep` runs, from its arguments (the CLI builds its request here too)."""
+    """What `sweep` runs, from its keywords (the CLI's `sweep` builds its request here too):
+    the target parsed, the variants resolved against the config, the search chosen. A
+    frontier search compiles `full` baselines, whatever `policies` says."""
     from hloscope.spec.policies import parse_variants
     from hloscope.spec.presets import preset_config
     from hloscope.spec.step import StepConfig
-    from hloscope.spec.targets import target_spec
-    from hloscope.sweeps.core import SweepRequest
+    from hloscope.sweeps.core import FrontierOptions, SweepRequest
     from hloscope.sweeps.executors import ExecutorSpec
     from hloscope.sweeps.scheduler import DEFAULT_RETRIES
     from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 
+    if search not in (None, "batch", "frontier"):
+        raise UsageError(f"search must be 'batch' or 'frontier', not {search!r}")
+    frontier = None
+    if search == "frontier":
+        if measure:
+            raise UsageError("measure ranks a sweep of fixed batches; it does not go with "
+                             "search='frontier'")
+        frontier = FrontierOptions(capacity=capacity, names=_names(names),
+                                   choices=_names(choices))
+        policies, search_batch = "full", False
+    elif names is not None or choices is not None or capacity is not None:
+        raise UsageError("capacity, names and choices go with search='frontier'")
+    search_batch = search_batch or search == "batch"
+    if measure and search_batch:
+        raise UsageError("measure ranks a sweep of fixed batches; it does not go with a batch "
+                         "search")
     if not isinstance(policies, str):
         policies = ",".join(policies)
+    parsed = as_target(target)
     source = step if step is not None else (None if isinstance(model, str) else model)
     if source is not None:
         config = step_config(source, config, **overrides)
         model = config.factory
-        variants = step_variants(config, policies, target_spec(target, num_slices,
-                                                               allow_any_topology))
+        variants = step_variants(config, policies, parsed.spec)
     else:
         assert isinstance(model, str)
         config = config or preset_config(model, **overrides)
         assert not isinstance(config, StepConfig)
         variants = parse_variants(policies, config)
     return SweepRequest(
-        model=model, base=config, variants=tuple(variants),
-        target=target_spec(target, num_slices, allow_any_topology), jobs=jobs,
+        model=model, base=config, variants=tuple(variants), target=parsed.spec, jobs=jobs,
         search_batch=search_batch, flags=_compile_flags(xla_flags),
         max_batch=max_batch, cache_root=None if cache is None else Path(cache),
         out_dir=None if output is None else Path(output), timeout=timeout, grid=grid,
         executor=executor or ExecutorSpec(),
         retries=DEFAULT_RETRIES if retries is None else retries,
         search_window=DEFAULT_WINDOW if search_window is None else search_window,
-        max_probes=DEFAULT_MAX_PROBES if max_probes is None else max_probes)
+        max_probes=DEFAULT_MAX_PROBES if max_probes is None else max_probes,
+        frontier=frontier, measure=measure, measure_steps=measure_steps)
 
 
-def policies(model: str = "tiny", target: str | None = None,
-             config: TransformerConfig | None = None, num_slices: int | None = None,
-             allow_any_topology: bool = False, **overrides: Any) -> NamedTensors:
+def _names(given: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """A comma-separated list or a sequence as a tuple (checked by the frontier search)."""
+    if given is None:
+        return None
+    items = given.split(",") if isinstance(given, str) else given
+    return tuple(item.strip() for item in items)
+
+
+def policies(model: str = "tiny", target: TargetLike | None = None,
+             config: TransformerConfig | None = None, **overrides: Any) -> NamedTensors:
     """The named tensors of a built-in model's block (what a `names:` policy chooses for),
     with their shape and bytes per layer on one device at the model's config (closed form;
     `target` gives the mesh, one device when None), and the remat policy families."""
     from hloscope.spec.mesh import plan_mesh
     from hloscope.spec.policies import named_tensors
     from hloscope.spec.presets import preset_config
-    from hloscope.spec.targets import parse_target
 
     config = config or preset_config(model, **overrides)
     if target is None:
         return named_tensors(model, config, "one device", 1, 1)
-    parsed = parse_target(target, num_slices, allow_any_topology)
+    parsed = as_target(target)
     plan = plan_mesh(config, parsed.num_slices, parsed.devices_per_slice)
     return named_tensors(model, config, parsed.spec, plan.batch_ways, plan.ici_tensor)
 
@@ -506,17 +546,15 @@ def step_variants(config: StepConfig, policies: str, target: str) -> list[Varian
     return [resolved_step_variant(variant, names, config.factory) for variant in variants]
 
 
-def step_policies(step: str | StepFactory, target: str = "cpu",
-                  config: StepConfig | None = None, num_slices: int | None = None,
-                  allow_any_topology: bool = False, **overrides: Any) -> StepTensors:
+def step_policies(step: str | StepFactory, target: TargetLike = "cpu",
+                  config: StepConfig | None = None, **overrides: Any) -> StepTensors:
     """The checkpoint names of a user's step (what its `names:` policies choose for), traced
     for `target` (no compile): per (name, source line) the traced shape, dtype and bytes of one
     call (global: the trace does not know the compile's sharding) and where it was named."""
     from hloscope.spec.step import StepTensorRow, StepTensors
-    from hloscope.spec.targets import target_spec
     from hloscope.workloads.step_names import trace_step_names
 
-    spec = target_spec(target, num_slices, allow_any_topology)
+    spec = as_target(target).spec
     config = step_config(step, config, **overrides)
     names = trace_step_names(config, spec)
     return StepTensors(config.factory, spec, tuple(

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from hloscope.api import build, build_spec
+from hloscope.api import build_from, build_spec
 from hloscope.cli.common import emit
 from hloscope.cli.progress import JobProgress, ProgressSettings, build_start_line, progress_options
 from hloscope.cli.workload_options import (
@@ -20,6 +20,7 @@ from hloscope.reports.sweep import build_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import POLICY_HELP
 from hloscope.spec.step import STEP_POLICY_HELP, StepConfig
+from hloscope.spec.targets import Target
 from hloscope.units import format_duration
 
 
@@ -39,7 +40,7 @@ from hloscope.units import format_duration
 @format_option
 @progress_options
 def command(model: str | None, step: str | None, config: TransformerConfig | StepConfig,
-            policy: str, target: str,
+            policy: str, target: Target,
             xla_flags: tuple[str, ...], folder: Path, force: bool, cache_root: Path | None,
             timeout: float, fmt: str, progress: ProgressSettings) -> int:
     """Compile one variant of a built-in transformer train step for TARGET (deviceless for TPU
@@ -55,8 +56,7 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
     job = JobProgress(f"compiling {spec.model} / {spec.variant}", quiet=progress.quiet)
     job.line(build_start_line(spec, cache_root))
     with job:
-        summary = build(folder, model or "", policy, target, config, force, cache_root, timeout,
-                        xla_flags=xla_flags, step=step)
+        summary = build_from(spec, folder, force, cache_root, timeout)
     source = "from the cache" if summary.cached else "compiled"
     job.line(f"done in {format_duration(job.elapsed)}: {summary.figures.status}, {source}")
     emit(build_report(summary), fmt, None, False)

@@ -11,7 +11,7 @@ from hloscope.cli.workload_options import step_model_options
 from hloscope.reports.policies import policies_report, step_policies_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.step import StepConfig
-from hloscope.spec.targets import EXAMPLES
+from hloscope.spec.targets import EXAMPLES, parse_target
 
 
 @click.command("policies")
@@ -31,9 +31,10 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
     shape, bytes and the line that named them."""
     if step is not None:
         assert isinstance(config, StepConfig)
-        traced = step_policies(step, target or "cpu", config=config, num_slices=num_slices)
+        traced = step_policies(step, parse_target(target or "cpu", num_slices), config=config)
         emit(step_policies_report(traced), fmt, output, force)
         return
     assert model is not None and isinstance(config, TransformerConfig)
-    result = policies(model, target, config=config, num_slices=num_slices)
+    parsed = None if target is None else parse_target(target, num_slices)
+    result = policies(model, parsed, config=config)
     emit(policies_report(result), fmt, output, force)

@@ -1,12 +1,12 @@
 """`hloscope sweep`: compile remat variants, rank them, name the fastest that fits."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from hloscope.api import sweep_request
+from hloscope.api import run_sweep, sweep_request
 from hloscope.cli.common import emit
 from hloscope.cli.progress import (
     ProgressSettings,
@@ -28,18 +28,14 @@ from hloscope.reports.sweep import sweep_report
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.policies import POLICY_HELP
 from hloscope.spec.step import STEP_POLICY_HELP, StepConfig
-from hloscope.sweeps.core import SweepRequest, SweepResult, run_sweep_folder, validate
+from hloscope.spec.targets import Target
+from hloscope.sweeps.core import SweepRequest, SweepResult, validate
 from hloscope.sweeps.executors import LOCAL_SLOTS, ExecutorSpec
 from hloscope.sweeps.grid import Grid
-from hloscope.sweeps.measure import (
-    MEASURED_FOLDER,
-    candidates,
-    measurable_platform,
-    measure,
-    measure_folder,
-)
+from hloscope.sweeps.measure import MEASURED_FOLDER, measurable_platform
 from hloscope.sweeps.scheduler import DEFAULT_RETRIES
 from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
+from hloscope.units import parse_bytes
 
 
 @click.command("sweep")
@@ -100,7 +96,7 @@ from hloscope.sweeps.search import DEFAULT_MAX_PROBES, DEFAULT_WINDOW
 @format_option
 @progress_options
 def command(model: str | None, step: str | None, config: TransformerConfig | StepConfig,
-            grid: Grid, policies: str, target: str,
+            grid: Grid, policies: str, target: Target,
             xla_flags: tuple[str, ...], search: str | None, max_batch: int,
             search_window: int, max_probes: int, capacity: str | None,
             names: str | None, choices: str | None, plot: Path | None,
@@ -118,72 +114,58 @@ def command(model: str | None, step: str | None, config: TransformerConfig | Ste
     With --step FILE.py:make_step the variants are of your own train step
     (docs/own-model.md).
     """
-    if search == "frontier":
-        return _frontier(model or "", config, grid, target, xla_flags, executor, jobs, retries,
-                         folder, force, cache_root, timeout, capacity, fmt,
-                         FrontierOptions(names, choices, plot), step)
-    if names is not None or choices is not None or plot is not None:
+    if search != "frontier" and (names is not None or choices is not None or plot is not None):
         raise click.UsageError("--names, --choices and --plot go with --search frontier")
     if measure is not None and search is not None:
         raise click.UsageError("--measure ranks a sweep of fixed batches; it does not go with "
                                "--search")
-    request = sweep_request(model or "", policies, target, folder, config, grid, search == "batch",
-                            max_batch, executor, jobs, retries, cache_root, timeout,
-                            xla_flags=xla_flags, search_window=search_window,
-                            max_probes=max_probes, step=step)
+    request = sweep_request(
+        model=model or "", policies=policies, target=target, output=folder, config=config,
+        grid=grid, search=search, max_batch=max_batch, search_window=search_window,
+        max_probes=max_probes, capacity=None if capacity is None else parse_bytes(capacity),
+        names=names, choices=choices, measure=measure or 0, measure_steps=measure_steps,
+        executor=executor, jobs=jobs, retries=retries, cache=cache_root, timeout=timeout,
+        xla_flags=xla_flags, step=step)
+    if request.frontier is not None:
+        return _frontier(request, force, fmt, plot)
     validate(request)  # a bad request is refused before the start line
-    platform = measurable_platform(request) if measure is not None else None
+    if measure is not None:
+        measurable_platform(request)
     listener = SweepProgress(len(request.cases()), quiet=progress.quiet)
     listener.start(sweep_start_line(request))
     try:
-        result = run_sweep_folder(request, force, listener)
+        result = run_sweep(request, force, listener,
+                           None if progress.quiet else _measuring(measure_steps))
     finally:
         listener.close()
+    assert isinstance(result, SweepResult)
     listener.summary(result.wall_seconds)
-    if measure is not None and platform is not None:
-        result = _measured(result, request, platform, measure, measure_steps, progress.quiet)
     emit(sweep_report(result), fmt, None, False)
     return EXIT_OK if result.winner is not None else EXIT_CHECK_FAILED
 
 
-def _measured(result: SweepResult, request: SweepRequest, platform: str, count: int,
-              steps: int, quiet: bool) -> SweepResult:
-    folder = measure_folder(request)
-    if not quiet:
-        click.echo(f"measuring {len(candidates(result, count))} variant(s) on {platform}, "
-                   f"{steps} traced steps each, into {folder / MEASURED_FOLDER}", err=True)
-    return measure(result, count, steps, folder, platform, force=True)
+def _measuring(steps: int) -> Callable[[int, Path, str], None]:
+    """The line said before the measured runs."""
+
+    def say(count: int, folder: Path, platform: str) -> None:
+        click.echo(f"measuring {count} variant(s) on {platform}, {steps} traced steps each, "
+                   f"into {folder / MEASURED_FOLDER}", err=True)
+
+    return say
 
 
-@dataclass(frozen=True)
-class FrontierOptions:
-    """--search frontier's own options: the names and choices it varies, the plot file."""
-
-    names: str | None
-    choices: str | None
-    plot: Path | None
-
-
-def _frontier(model: str, config: TransformerConfig | StepConfig, grid: Grid, target: str,
-              xla_flags: tuple[str, ...], executor: ExecutorSpec, jobs: int | None,
-              retries: int, folder: Path | None, force: bool, cache_root: Path | None,
-              timeout: float, capacity: str | None, fmt: str, options: FrontierOptions,
-              step: str | None = None) -> int:
+def _frontier(request: SweepRequest, force: bool, fmt: str, plot: Path | None) -> int:
     from hloscope.reports.frontier import frontier_report
     from hloscope.reports.renderers.plot import check_plot_path
-    from hloscope.sweeps.frontier_run import run_frontier
-    from hloscope.units import parse_bytes
+    from hloscope.sweeps.frontier import FrontierResult
 
-    request = sweep_request(model, "full", target, folder, config, grid, False,
-                            executor=executor, jobs=jobs, retries=retries, cache=cache_root,
-                            timeout=timeout, xla_flags=xla_flags, step=step)
-    if options.plot is not None:
-        check_plot_path(options.plot)  # before any compile
-    result = run_frontier(request, None if capacity is None else parse_bytes(capacity), force,
-                          options.names, options.choices)
-    if options.plot is not None:
+    if plot is not None:
+        check_plot_path(plot)  # before any compile
+    result = run_sweep(request, force)
+    assert isinstance(result, FrontierResult)
+    if plot is not None:
         from hloscope.reports.renderers.frontier_plot import plot_frontier
 
-        plot_frontier(result.to_dict(), options.plot)
+        plot_frontier(result.to_dict(), plot)
     emit(frontier_report(result), fmt, None, False)
     return EXIT_OK if any(result.winners.values()) else EXIT_CHECK_FAILED

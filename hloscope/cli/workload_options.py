@@ -17,7 +17,7 @@ from hloscope.spec.config import ATTENTIONS, DTYPES, LOSSES, TransformerConfig
 from hloscope.spec.mesh import MESH_EXAMPLE, mesh_config_values, parse_mesh_text
 from hloscope.spec.presets import preset_config, preset_names
 from hloscope.spec.step import StepConfig
-from hloscope.spec.targets import EXAMPLES, parse_target, target_spec
+from hloscope.spec.targets import EXAMPLES, parse_target
 from hloscope.sweeps.executor_base import EXECUTORS, ExecutorSpec
 from hloscope.sweeps.grid import Grid, parse_int_list
 from hloscope.workloads.cache import default_cache_dir
@@ -195,14 +195,14 @@ def model_config(model: str, **overrides: Any) -> TransformerConfig:
 
 def target_option(command: Callable[..., Any]) -> Rewrapped:
     """--target with the multislice and flag options (--num-slices, --allow-any-topology,
-    --xla-flag); passes `target` (the canonical target string, slices included) and
+    --xla-flag); passes `target` (a `Target`, parsed here once, slices included) and
     `xla_flags`."""
 
     @functools.wraps(command)
     def collected(*args: Any, target: str, num_slices: int | None, allow_any_topology: bool,
                   xla_flag: tuple[str, ...], **kwargs: Any) -> Any:
-        spec = target_spec(target, num_slices, allow_any_topology)
-        return command(*args, target=spec, xla_flags=tuple(xla_flag), **kwargs)
+        parsed = parse_target(target, num_slices, allow_any_topology)
+        return command(*args, target=parsed, xla_flags=tuple(xla_flag), **kwargs)
 
     options = [
         click.option("--xla-flag", "xla_flag", multiple=True, metavar="FLAG",
@@ -274,9 +274,8 @@ def mesh_options(command: Callable[..., Any]) -> Rewrapped:
 
 def _mesh_text_values(text: str, kwargs: dict[str, Any]) -> dict[str, int]:
     """`--mesh` as the mesh options' values, checked against the target the command got."""
-    spec = target_spec(kwargs["target"], kwargs.get("num_slices"),
-                       kwargs.get("allow_any_topology", False))
-    target = parse_target(spec)
+    target = parse_target(kwargs["target"], kwargs.get("num_slices"),
+                          kwargs.get("allow_any_topology", False))
     values = mesh_config_values(parse_mesh_text(text), target.num_slices,
                                 target.devices_per_slice)
     return {"dcn_data_parallel": values["dcn_data_parallel"],

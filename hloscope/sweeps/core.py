@@ -48,11 +48,24 @@ from hloscope.sweeps.transfer import Probe
 from hloscope.workloads.build import BuildSpec, prepare_folder
 from hloscope.workloads.cache import copy_build, new_attempt_id
 
-__all__ = ["SweepListener", "SweepRequest", "SweepResult", "TaskOutcome", "run_sweep"]
+__all__ = ["FrontierOptions", "SweepListener", "SweepRequest", "SweepResult", "TaskOutcome",
+           "run_sweep"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class FrontierOptions:
+    """`--search frontier`'s own settings (`sweeps.frontier_run`)."""
+
+    capacity: int | None = None  # bytes per device; None: the target device's
+    names: tuple[str, ...] | None = None  # the block names varied; None: every residual one
+    choices: tuple[str, ...] | None = None  # what each may be; None: device, offload, remat
+
+
+@dataclass(frozen=True, kw_only=True)
 class SweepRequest:
+    """One sweep, parsed once (`hloscope.api.sweep_request`, from the API's keywords or the
+    CLI's options): what compiles, where, and how the batch or policy is searched."""
+
     model: str  # a preset, or a user step's factory (`base` a StepConfig)
     base: TransformerConfig | StepConfig
     variants: tuple[Variant, ...]
@@ -69,6 +82,9 @@ class SweepRequest:
     flags: CompileFlags = field(default_factory=CompileFlags)  # user and environment XLA flags
     search_window: int = DEFAULT_WINDOW  # --search batch: failures required above the answer
     max_probes: int = DEFAULT_MAX_PROBES  # --search batch: compiles per case at most
+    frontier: FrontierOptions | None = None  # --search frontier (then `variants` is `full`)
+    measure: int = 0  # --measure K: the K fastest predicted variants run on a local device
+    measure_steps: int = 3
 
     @property
     def data_parallel(self) -> int:

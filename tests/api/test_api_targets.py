@@ -13,8 +13,9 @@ from hloscope.errors import UsageError
 def test_sweep_request_takes_slices_mesh_and_flags(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LIBTPU_INIT_ARGS", "--xla_tpu_a=1")
-    request = sweep_request("tiny", "full", "tpu:v6e-128", cache=tmp_path, num_slices=4,
-                            xla_flags=["xla_tpu_b=2"], fsdp=True, ici_fsdp_parallel=64)
+    request = sweep_request(model="tiny", policies="full", target="tpu:v6e-128:slices=4",
+                            cache=tmp_path, xla_flags=["xla_tpu_b=2"], fsdp=True,
+                            ici_fsdp_parallel=64)
     assert request.target == "tpu:v6e:8x16:slices=4"
     assert request.flags.user == ("--xla_tpu_b=2",)
     assert request.flags.environment["LIBTPU_INIT_ARGS"] == "--xla_tpu_a=1"
