@@ -33,13 +33,19 @@ whole `names:` space and confirmed by as few compiles as possible (no jax).
 
 What fits is judged by each prediction's need (`Prediction.device_bytes`); a row's
 `predicted_bytes` is the allocation XLA is predicted to report (`allocation_bytes`: on TPU,
-where the need is over libtpu's rematerialization limit, where its recompute lands).
+where the need is over libtpu's rematerialization limit, where its recompute lands). Where that
+depends on libtpu's loss order (before or after the backward loop: `Predictor._loss_orders`)
+and the two orders' allocations differ by more than the 5% target, the order is read from each
+compiled candidate's own build (`loss_order_of`) and its row predicts that order's figure; an
+uncompiled candidate takes the order of its nearest compiled neighbour whose order was read
+(`_settle_by_neighbours`: the figure the search holds, `search_predicted_bytes`).
 
 Rows are the compiled candidates and each batch's winner; `candidates` counts every predicted
 one, `compiles` the programs the search asked for (baselines and build-cache hits included).
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +84,7 @@ class Candidate:
                 "chosen": chosen, "predicted_bytes": p.allocation_bytes,
                 "predicted_need_bytes": p.device_bytes, "squeezed": p.squeezed,
                 "predicted_loss_order_bytes": p.undecided_loss_orders(),
+                "loss_order": p.loss_order,
                 "compiled_bytes": self.compiled_bytes, "predicted_host_bytes": p.host_bytes,
                 "predicted_flops": p.flops, "predicted_step_s": p.step_seconds,
                 "predicted_step_dominant": None if p.step is None else p.step.dominant,
@@ -159,13 +166,15 @@ class FrontierSearch:
     `predictor_of` makes the predictor from the baselines (a user's step: `StepPredictor` with
     its measured names); `compiled` holds programs compiled before the search (a user step's
     names measured), (policy, batch) -> the figures `compile_batch` returns: candidates with
-    their compiled figures from the start."""
+    their compiled figures from the start; `loss_order_of(build folder)` reads libtpu's loss
+    order from a compile (`analyses.predict.loss_order`; None: not read)."""
 
     def __init__(self, compile_batch: Callable[..., Any], baseline_of: Callable[[Path], Baseline],
                  base_policies: list[str], batches: tuple[int, ...], capacity: int,
                  names: tuple[str, ...],
                  predictor_of: Callable[[tuple[Baseline, ...]], Predictor] = Predictor,
-                 compiled: dict[tuple[str, int], tuple] | None = None) -> None:
+                 compiled: dict[tuple[str, int], tuple] | None = None,
+                 loss_order_of: Callable[[str], str | None] | None = None) -> None:
         self.compile_batch = compile_batch
         self.compiled_before = dict(compiled or {})  # (policy, batch) -> figures, as compiled
         self.baseline_of = baseline_of  # a build folder -> its Baseline
@@ -178,6 +187,8 @@ class FrontierSearch:
         self.baselines: list[Baseline] = []
         self.steps: dict[tuple[str, int], float | None] = {}  # compiled step estimates
         self.overestimate = 0.0  # the largest predicted / compiled - 1 seen so far
+        self.loss_order_of = loss_order_of
+        self.orders: dict[tuple[str, int], str] = {}  # libtpu's loss order, read from compiles
         self._full_overflows: int | None = None  # the smallest batch `full` does not fit
 
     def run(self) -> FrontierResult:
@@ -247,6 +258,8 @@ class FrontierSearch:
                 full.compiled_bytes = baseline.allocation_bytes
         for candidate in candidates.values():
             candidate.compiled_step_s = self.steps.get((candidate.prediction.policy, batch))
+            order = self.orders.get((candidate.prediction.policy, batch))
+            candidate.prediction = candidate.prediction.settled(order, "its compile")
         return candidates
 
     def _compiled_before(self, candidates: dict[str, Candidate], batch: int) -> None:
@@ -268,6 +281,7 @@ class FrontierSearch:
         winner's (module docstring, 2.)."""
         probed = False
         for _ in range(MAX_ROUNDS):
+            self._settle_by_neighbours(candidates, batch)
             ranked = sorted(candidates.values(), key=_speed)
             compiled = [c for c in ranked if c.compiled_bytes is not None and c.compiled_ok]
             for candidate in ranked:
@@ -292,6 +306,23 @@ class FrontierSearch:
             if full in wanted and full.compiled_ok:
                 candidates.update(self._baseline_from(full, candidates, batch))
         return self._fastest_compiled_fit(candidates)
+
+    def _settle_by_neighbours(self, candidates: dict[str, Candidate], batch: int) -> None:
+        """An uncompiled candidate whose loss order matters takes the order read from its
+        nearest compiled neighbour at `batch` (fewest names chosen differently; a guess: libtpu
+        picks per program, llama-1b / v5e:2x2 at per-device batch 2 ran one of three such
+        programs before the loop, docs/frontier.md)."""
+        read = [c for c in candidates.values() if (c.prediction.policy, batch) in self.orders]
+        if not read:
+            return
+        for candidate in candidates.values():
+            p = candidate.prediction
+            if candidate.compiled_bytes is not None or not p.loss_order_undecided:
+                continue
+            nearest = min(read, key=lambda c: _distance(candidate, c))
+            candidate.prediction = dataclasses.replace(p, loss_order=None).settled(
+                self.orders[nearest.prediction.policy, batch],
+                f"the compile of its nearest neighbour {nearest.prediction.policy}")
 
     def _fastest_compiled_fit(self, candidates: dict[str, Candidate]) -> Candidate | None:
         fits = [c for c in candidates.values() if c.compiled_bytes is not None
@@ -335,9 +366,23 @@ class FrontierSearch:
             candidate.compiled_ok = size is not None
             candidate.compiled_bytes = size if size is not None else 0
             candidate.folder = folder
+            self._read_loss_order(candidate, batch)
             if size:
                 self.overestimate = max(self.overestimate,
                                         candidate.prediction.device_bytes / size - 1)
+
+    def _read_loss_order(self, candidate: Candidate, batch: int) -> None:
+        """The loss order libtpu gave the compiled `candidate`, where it decides its
+        allocation: its row then predicts that order's figure."""
+        p = candidate.prediction
+        if (self.loss_order_of is None or not candidate.compiled_bytes or not candidate.folder
+                or not p.loss_order_undecided):
+            return
+        order = self.loss_order_of(candidate.folder)
+        if order is not None:
+            self.orders[p.policy, batch] = order
+            candidate.prediction = dataclasses.replace(p, loss_order=None).settled(
+                order, "its compile")
 
     def _compile(self, policies: list[str], batch: int) -> dict[str, tuple]:
         built, count = self.compile_batch(policies, batch)
@@ -364,15 +409,16 @@ def calibrated(candidate: Candidate, compiled: list[Candidate], lower: bool = Fa
     predicted = candidate.prediction.device_bytes
     if not compiled:
         return predicted
-
-    def distance(other: Candidate) -> int:
-        mine, theirs = candidate.prediction.choices, other.prediction.choices
-        return sum(mine.get(n) != theirs.get(n) for n in set(mine) | set(theirs))
-
-    nearest = min(distance(c) for c in compiled)
+    nearest = min(_distance(candidate, c) for c in compiled)
     error = min(c.known_bytes - c.prediction.device_bytes for c in compiled
-                if distance(c) == nearest)
+                if _distance(candidate, c) == nearest)
     return predicted + (error if lower else max(error, 0))
+
+
+def _distance(candidate: Candidate, other: Candidate) -> int:
+    """How many names the two candidates choose differently."""
+    mine, theirs = candidate.prediction.choices, other.prediction.choices
+    return sum(mine.get(n) != theirs.get(n) for n in set(mine) | set(theirs))
 
 
 def _settled(winner: Candidate, fits: list[Candidate]) -> Candidate:

@@ -24,7 +24,7 @@ from hloscope.analyses.predict.model import Predictor
 from hloscope.analyses.predict.scaled_step import BaselineStep, baseline_step
 from hloscope.analyses.predict.step_model import StepPredictor
 from hloscope.devices import memory_budget
-from hloscope.errors import UsageError
+from hloscope.errors import HloscopeError, UsageError
 from hloscope.spec.policies import Variant, parse_variant
 from hloscope.spec.step import StepConfig, parse_step_variants, resolved_step_variant
 from hloscope.spec.targets import parse_target
@@ -86,7 +86,8 @@ def run_frontier(request: SweepRequest, capacity: int | None = None,
         predictor_of = functools.partial(StepPredictor, block=measured)
     space = policy_space(names, block, choices)
     result = FrontierSearch(compile_batch, baseline_from_build, space, grid.batches, limit,
-                            names, predictor_of, compile_batch.known).run()
+                            names, predictor_of, compile_batch.known,
+                            loss_order_of=read_loss_order).run()
     result = dataclasses.replace(result, choices=choices, compiles=compile_batch.compiles,
                                  measured=measured.to_dict() if measured else None)
     if request.out_dir is not None:
@@ -210,6 +211,17 @@ def baseline_from_build(folder: Path) -> Baseline:
                     backward_loop_peak_bytes=span.last_loop_peak_bytes if span else 0,
                     remat_percent=remat_percent_flag(build.manifest.get("flags") or {}),
                     **_step_fields(step))
+
+
+def read_loss_order(folder: str) -> str | None:
+    """libtpu's loss order in a compiled build (`analyses.predict.loss_order`); None where its
+    dumps cannot be read."""
+    from hloscope.analyses.predict.loss_order import compiled_loss_order
+
+    try:
+        return compiled_loss_order(folder)
+    except HloscopeError:
+        return None
 
 
 def _step_fields(step: BaselineStep | None) -> dict[str, float]:

@@ -61,6 +61,10 @@ SQUEEZE_LANDING = tpu_calibration.SQUEEZE_LANDING.value
 DEFERRED_MARGIN = tpu_calibration.DEFERRED_MARGIN.value
 
 LOSS_ORDER_NOTE = "libtpu's memory scheduler may run the loss before the backward loop or after it"
+LOSS_ORDER_TOLERANCE = 0.05
+"""The predictor's target: where the two loss orders' allocations differ by more than this
+fraction of the lesser, halfway between them is no prediction (up to 0.62 GiB either way on
+llama-1b / v5e:2x2 at per-device batch 3, docs/frontier.md) and the order must be known."""
 """`Prediction.explain`'s line for a program whose loss order the baselines do not decide
 (`Predictor._loss_orders`)."""
 
@@ -118,6 +122,8 @@ class Prediction:
     loss_after_tight_bytes: int = 0  # the loss after the backward loop, packed tight (0: n/a)
     step: PredictedStep | None = None  # step_seconds' parts (None: the roofline's figure)
     loss_before_bytes: int = 0  # the loss before the backward loop, the stacks live (0: n/a)
+    loss_order: str | None = None  # the order a compile showed (`settled`; None: not known)
+    loss_order_source: str = ""  # which compile showed it
 
     @property
     def device_bytes(self) -> int:
@@ -141,11 +147,37 @@ class Prediction:
         allocation and the baselines do not say which libtpu picks (`Predictor._loss_orders`)."""
         return bool(self.loss_after_tight_bytes and self.loss_before_bytes)
 
+    @property
+    def loss_order_open(self) -> bool:
+        """The loss order is undecided, the two orders' allocations differ by more than
+        LOSS_ORDER_TOLERANCE, and no compile has shown which libtpu runs: the allocation is
+        not predicted (`allocation_bytes` is then halfway, ± half the difference)."""
+        return (self.loss_order_undecided and self.loss_order is None
+                and not self.squeezed and self.loss_order_gap(self.device_bytes) > 0)
+
+    def loss_order_gap(self, need: int) -> float:
+        """How far the two orders' allocations differ beyond LOSS_ORDER_TOLERANCE, as a
+        fraction of the lesser (0: within it, or decided)."""
+        if not self.loss_order_undecided:
+            return 0.0
+        after, before = self.loss_order_allocations(need)
+        return max(0.0, abs(before - after) / max(1, min(after, before)) - LOSS_ORDER_TOLERANCE)
+
+    def settled(self, order: str | None, source: str) -> Prediction:
+        """This prediction with libtpu's loss order known (`loss_order.AFTER` or `BEFORE`, read
+        from `source`, a compile); itself where the order is not undecided or not known."""
+        if not self.loss_order_undecided or order is None:
+            return self
+        return dataclasses.replace(self, loss_order=order, loss_order_source=source)
+
     def allocation_for(self, need: int) -> int:
         """The allocation of a program of this target that needs `need` bytes (the frontier
         search's figure raised by a compiled neighbour's error, say)."""
         limit = self.remat_limit_bytes
         if self.loss_order_undecided and (not limit or need <= limit):
+            after, before = self.loss_order_allocations(need)
+            if self.loss_order is not None:
+                return after if self.loss_order == "after" else before
             return self._between_loss_orders(need)
         if limit is None or need <= limit or limit == 0:
             return need  # a 0% limit: libtpu recomputes what it can, how much is not predicted
@@ -216,14 +248,7 @@ class Prediction:
     def explain(self) -> list[str]:
         lines = [term.explain() for term in self.device_terms]
         if self.loss_order_undecided and not self.squeezed:
-            after, before = self.loss_order_allocations(self.device_bytes)
-            return lines + [f"= {format_bytes(self.device_bytes)} needed; {LOSS_ORDER_NOTE}: "
-                            f"before, {format_bytes(before)} (every stack and the gathered "
-                            f"table live at the loss); after, {format_bytes(after)} (the f32 "
-                            f"logits in the stacks' freed space); the baselines do not say "
-                            f"which: allocation predicted halfway, "
-                            f"{format_bytes(self.allocation_bytes)} "
-                            f"± {format_bytes(abs(before - after) // 2)}"]
+            return lines + [self._explain_loss_order()]
         if not self.squeezed:
             return lines
         landing = (f"allocation predicted at {SQUEEZE_LANDING:g} × the limit, "
@@ -243,6 +268,23 @@ class Prediction:
                         f"({self.remat_percent}% of the usable HBM less unaliased arguments "
                         f"and the program): XLA recomputes to get under it; {landing}; {cost}"]
 
+    def _explain_loss_order(self) -> str:
+        after, before = self.loss_order_allocations(self.device_bytes)
+        orders = (f"= {format_bytes(self.device_bytes)} needed; {LOSS_ORDER_NOTE}: before, "
+                  f"{format_bytes(before)} (every stack and the gathered table live at the "
+                  f"loss, or the layer loops' peak); after, {format_bytes(after)} (the f32 logits "
+                  f"in the stacks' freed space)")
+        if self.loss_order is not None:
+            return (f"{orders}; {self.loss_order}, as {self.loss_order_source} showed: "
+                    f"allocation predicted {format_bytes(self.allocation_bytes)}")
+        half = format_bytes(abs(before - after) // 2)
+        if self.loss_order_open:
+            return (f"{orders}; they differ by more than {LOSS_ORDER_TOLERANCE:.0%} and no "
+                    f"compile has shown which: allocation not predicted (halfway, "
+                    f"{format_bytes(self.allocation_bytes)} ± {half})")
+        return (f"{orders}; within {LOSS_ORDER_TOLERANCE:.0%} of each other: allocation "
+                f"predicted halfway, {format_bytes(self.allocation_bytes)} ± {half}")
+
     def to_dict(self) -> dict:
         return {"policy": self.policy, "batch": self.batch, "micro_batches": self.micro_batches,
                 "choices": self.choices, "device_bytes": self.device_bytes,
@@ -250,6 +292,7 @@ class Prediction:
                 "remat_limit_bytes": self.remat_limit_bytes,
                 "deferred_cut_bytes": self.deferred_cut_bytes,
                 "loss_order_allocations": self.undecided_loss_orders(),
+                "loss_order": self.loss_order, "loss_order_open": self.loss_order_open,
                 "host_bytes": self.host_bytes, "flops": self.flops,
                 "step_seconds": self.step_seconds, "tokens_per_second": self.tokens_per_second,
                 "step": None if self.step is None else self.step.to_dict(),
@@ -350,8 +393,11 @@ class Predictor:
         heap's bottom, and the program allocates its live peak: `full`'s packing above its own
         (the f32 logits on top of the bf16 ones it holds) is gone. Run before it, the loss holds
         `full`'s peak outside the loops plus every stack and the gathered embedding table, with
-        no packing. On llama-1b / v5e:2x2 (seq 2048, fixtures/predict/llama-v5e-squeezed.json,
-        benchmarks/results/logits_placement_llama1b.txt) the ten device-kept programs with
+        no packing, or the layer loops' own peak (`full`'s inside them plus the kept stacks)
+        where that is higher (tiny / v5e:2x2, seq 2048: `full` peaks in its backward loop on the
+        attention's scores, 20 MB outside the loops). On llama-1b / v5e:2x2 (seq 2048,
+        fixtures/predict/llama-v5e-squeezed.json, benchmarks/results/logits_placement_llama1b.txt)
+        the ten device-kept programs with
         stacks at least the f32 logits ran 4 after (−2.2%..+0.7% off the after figure) and 6
         before (−0.2%..−0.1% off the before figure); the choice follows neither figure nor the
         two's difference (benchmarks/loss_order.py). The 28 with smaller stacks all ran after
@@ -364,8 +410,10 @@ class Predictor:
             return {}
         packing = self._interpolated(tokens, _packing)
         outside = self._interpolated(tokens, _outside_peak)
+        loops = (self._interpolated(tokens, _span_peak)
+                 + _total(kept_terms(config.n_layers, choices, per_name)))
         return {"loss_after_tight_bytes": need - packing,
-                "loss_before_bytes": outside + stacks + cuts["first_cut_bytes"]}
+                "loss_before_bytes": max(outside + stacks + cuts["first_cut_bytes"], loops)}
 
     def _held_beyond_table(self, config: TransformerConfig, tokens: int,
                            tensor_ways: int) -> tuple[int, int] | None:
@@ -620,6 +668,10 @@ def _deferred(baseline: Baseline) -> int:
 def _packing(baseline: Baseline) -> int:
     """XLA's allocation above the live peak (its heap's packing), at least 0."""
     return max(0, baseline.allocation_bytes - baseline.live_peak_bytes)
+
+
+def _span_peak(baseline: Baseline) -> int:
+    return baseline.layer_span_peak_bytes
 
 
 def _outside_peak(baseline: Baseline) -> int:

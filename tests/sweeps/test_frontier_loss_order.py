@@ -1,0 +1,110 @@
+"""The frontier search where libtpu's loss order decides the allocation, in the world of the
+frontier benchmark's real compiles (no compiler): llama-1b / v5e:2x2, seq 2048, the 27
+policies of attn_out, mlp_gate and mlp_up at per-device batches 1 to 3, each "compile" XLA's
+allocation of that program (fixtures/predict/llama-v5e-squeezed.json) and the loss order
+libtpu's buffer assignment of it showed (benchmarks/results/logits_placement_llama1b.txt)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from squeeze_record import RECORD, baselines
+
+from hloscope.analyses.predict.baseline import Baseline
+from hloscope.analyses.predict.loss_order import AFTER, BEFORE
+from hloscope.analyses.predict.model import LOSS_ORDER_TOLERANCE, Predictor
+from hloscope.devices import memory_budget
+from hloscope.spec.presets import preset_config
+from hloscope.spec.targets import parse_target
+from hloscope.sweeps.frontier import FrontierSearch, frontier_names, policy_space
+
+DEVICES = 4
+NAMES = ("attn_out", "mlp_gate", "mlp_up")
+BATCHES = (4, 8, 12)  # global: per-device 1, 2, 3
+RAN_BEFORE = {  # (policy, global batch) libtpu ran the loss before the backward loop
+    ("names:attn_out=device,mlp_gate=device,mlp_up=device", 4),
+    ("names:mlp_gate=device,mlp_up=device", 4),
+    ("names:attn_out=device,mlp_gate=device,mlp_up=device", 8),
+}
+ALLOCATION = {(c["policy"], c["batch"]): c["allocation_bytes"]
+              for c in RECORD["llama-1b"]["compiled"]}
+FULL = ("full", "names:*=remat")
+
+
+class Compiles:
+    """`FrontierSearch`'s compiler over the recorded compiles; a folder is `policy@batch`."""
+
+    def __init__(self) -> None:
+        self.compiled: list[tuple[str, int]] = []
+
+    def compile_batch(self, policies: list[str], batch: int):
+        self.compiled += [(p, batch) for p in policies]
+        return {p: (ALLOCATION[_recorded(p), batch] or None, f"{p}@{batch}")
+                for p in policies}, len(policies)
+
+    @staticmethod
+    def baseline_of(folder: Path) -> Baseline:
+        batch = int(str(folder).rsplit("@", 1)[1])
+        return next(b for b in baselines("llama-1b") if b.config["batch"] == batch)
+
+    @staticmethod
+    def loss_order_of(folder: str) -> str:
+        policy, batch = folder.rsplit("@", 1)
+        return BEFORE if (policy, int(batch)) in RAN_BEFORE else AFTER
+
+
+def _recorded(policy: str) -> str:
+    return "names:*=remat" if policy in FULL else policy
+
+
+def search(read_orders: bool):
+    compiles = Compiles()
+    block = frontier_names(preset_config("llama-1b"))
+    capacity = memory_budget(parse_target(RECORD["llama-1b"]["target"]).device)
+    result = FrontierSearch(compiles.compile_batch, compiles.baseline_of,
+                            policy_space(NAMES, block), BATCHES, capacity, NAMES,
+                            loss_order_of=compiles.loss_order_of if read_orders else None).run()
+    return result, compiles
+
+
+def test_every_compiled_candidate_within_5_percent_of_its_shown_prediction():
+    result, _ = search(read_orders=True)
+    rows = [r for r in result.rows if r["compiled_bytes"]]
+    settled = [r for r in rows if r["loss_order"] is not None]
+    assert settled, "the search compiled no candidate whose loss order decides its allocation"
+    for row in rows:
+        assert abs(row["predicted_bytes"] / row["compiled_bytes"] - 1) <= 0.05, row["policy"]
+        if row["predicted_loss_order_bytes"] and row["loss_order"] is None:  # not read: close
+            after, before = row["predicted_loss_order_bytes"]
+            assert abs(before - after) <= LOSS_ORDER_TOLERANCE * min(after, before)
+
+
+def test_the_order_read_is_the_one_predicted():
+    result, _ = search(read_orders=True)
+    for row in result.rows:
+        if row["loss_order"] is None:
+            continue
+        after, before = row["predicted_loss_order_bytes"]
+        ran = BEFORE if (row["policy"], row["batch"]) in RAN_BEFORE else AFTER
+        assert row["loss_order"] == ran
+        assert row["predicted_bytes"] == (before if ran == BEFORE else after)
+        assert any(ran in line and "its compile" in line for line in row["explain"])
+
+
+def test_reading_the_order_costs_no_compile():
+    """The order is read from the compiles the search makes anyway."""
+    with_orders, compiles = search(read_orders=True)
+    without, others = search(read_orders=False)
+    assert compiles.compiled == others.compiled
+    assert with_orders.winners == without.winners
+
+
+@pytest.mark.parametrize("batch", [4, 8, 12])
+def test_an_open_order_is_not_shown_as_predicted(batch):
+    """Unread, an order whose two figures differ by more than the target says so."""
+    prediction = Predictor(baselines("llama-1b")).predict(
+        "names:attn_out=device,mlp_gate=device,mlp_up=device", batch)
+    after, before = prediction.loss_order_allocations(prediction.device_bytes)
+    assert prediction.loss_order_open == (abs(before - after) > 0.05 * min(after, before))
+    if prediction.loss_order_open:
+        assert "not predicted" in prediction.explain()[-1]
