@@ -108,3 +108,47 @@ def test_an_open_order_is_not_shown_as_predicted(batch):
     assert prediction.loss_order_open == (abs(before - after) > 0.05 * min(after, before))
     if prediction.loss_order_open:
         assert "not predicted" in prediction.explain()[-1]
+
+
+def _dumps(logits_at: int, loop_in_entry: bool = True):
+    """A flattened schedule with two entry while loops (positions 1 and 3) and one f32[2,4]
+    value (the logits, 8 elements) made at `logits_at`, a bf16 one of the same elements at 0."""
+    from hloscope.parsers.xla_memory.buffer_assignment import parse_buffer_assignment
+    from hloscope.parsers.xla_memory.live_range import parse_live_range
+
+    ranges = parse_live_range(f"""HloLiveRange (max 5):
+  InstructionSequence:
+    0:held
+    1:while.1
+    2:fusion.1
+    3:while.2
+    4:fusion.2
+  BufferLiveRange:
+    held{{}}:0-5
+    logits{{}}:{logits_at}-5
+""")
+    assignment = parse_buffer_assignment("""BufferAssignment:
+allocation 0: size 64, preallocated-temp:
+ value: <1 held @0> (size=16,offset=0): bf16[2,4]{1,0}
+ value: <2 logits @0> (size=32,offset=16): f32[2,4]{1,0}
+""")
+    entry = {"held", "while.1", "fusion.1", "fusion.2"} | ({"while.2"} if loop_in_entry else set())
+    return ranges, assignment, entry
+
+
+@pytest.mark.parametrize(("logits_at", "order"), [(4, AFTER), (2, BEFORE), (0, BEFORE)])
+def test_the_order_is_where_the_f32_logits_are_made(logits_at, order):
+    from hloscope.analyses.predict.loss_order import loss_order
+
+    assert loss_order(*_dumps(logits_at), logits_elements=8) == order
+
+
+def test_no_order_without_the_logits_or_the_loops():
+    from hloscope.analyses.predict.loss_order import loss_order
+
+    ranges, assignment, entry = _dumps(4)
+    assert loss_order(ranges, assignment, entry, logits_elements=16) is None  # no such f32
+    assert loss_order(ranges, assignment, set(), logits_elements=8) is None  # no entry loop
+    assert loss_order(None, assignment, entry, logits_elements=8) is None
+    # the last loop of the entry is the backward one: while.2 outside it leaves while.1
+    assert loss_order(*_dumps(2, loop_in_entry=False), logits_elements=8) == AFTER
