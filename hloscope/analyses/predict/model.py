@@ -211,21 +211,11 @@ class Prediction:
     def deferred_landing(self, need: int) -> int | None:
         """Where a program needing `need` lands once libtpu recomputes what it holds through the
         backward loop; None where it does not come to that (no deferred bytes, or the first cut
-        is enough) or that does not get it under the limit.
-
-        What libtpu recomputes first under memory pressure, and what the next cut holds instead
-        (llama-1b / v5e:2x2, seq 2048, fixtures/predict/llama-v5e-squeezed.json): libtpu
-        computes the embedding gradient after the backward layer loop and holds the bf16 logits
-        through that loop for it (`Baseline.deferred_bytes`: 3.06 GiB in `full` at per-device
-        batch 6). Its rematerialization first recomputes the all-gathered embedding table
-        (bf16[128256,2048], 0.49 GiB, `first_cut_bytes`; the tracker's `hbm reduction` was
-        0.44-0.49 GiB on the two kept-name programs less than that over the limit); where that
-        is not enough it recomputes the logits after the loop and holds the gathered table
-        through it instead (`.remat` clones bf16[6,2048,128256] and bf16[128256,2048]; 0.55 GiB
-        deferred left, 16.47G => 13.59G). The program's peak is then `full`'s peak outside the
-        loops (`outside_floor_bytes`) or its span less that cut (`deferred_cut_bytes`) plus the
-        kept stacks, whichever is higher (attn_out and mlp_up kept at batch 6: 13.38 GiB live,
-        13.79 allocated, predicted 13.49), not near the limit."""
+        is enough) or that does not get it under the limit. libtpu first recomputes the gathered
+        embedding table (`first_cut_bytes`), then the logits it holds through the backward loop
+        (`deferred_cut_bytes`); the peak is then `full`'s outside the loops, or its span less
+        that cut plus the kept stacks, whichever is higher (docs/predict.md, "What libtpu
+        recomputes first")."""
         limit = self.remat_limit_bytes
         if (not limit or self.deferred_cut_bytes <= 0
                 or need - limit <= self.first_cut_bytes + DEFERRED_MARGIN * limit):
@@ -431,12 +421,7 @@ class Predictor:
                                 tokens: int, tensor_ways: int) -> list[Term]:
         """The logits matmul libtpu runs again after the backward loop where its
         rematerialization goes past the gathered table (`Prediction.deferred_landing`),
-        offloaded names or not: on the fixture's 14 llama-1b programs it rematerialized and
-        that fit, hloscope's FLOPs of the compiled program are within +0.11%..+0.20% of the
-        prediction with this term (the 12 over the limit by more than the table; the
-        prediction without it was 5.0%..5.6% under). llama-8b holds no logits through its
-        loop; its squeezed programs add 0 to 2.1 logits matmuls that no rule found here
-        predicts (-4.2%..+0.1%)."""
+        offloaded names or not (docs/predict.md, "What libtpu recomputes first")."""
         limit = prediction.remat_limit_bytes
         cut = self._held_beyond_table(config, tokens, tensor_ways)
         if not limit or cut is None or prediction.device_bytes - limit <= cut[0]:
@@ -541,14 +526,8 @@ class Predictor:
         """The fetched layers under `full`'s peak above its backward loop's, off TPU and where
         the baselines measured it: they live in that loop only, so they raise the program's
         peak by what exceeds that headroom (less what the kept stacks, `kept` bytes, took of
-        it: `_headroom_terms`). XLA:GPU's `full` of llama-8b / gpu:h100:1x1x8 peaks at the loss
-        between the loops, 3.4 and 5.9 GiB above its backward loop at per-device batches 8 and
-        16, and every offload policy of query_proj, attn_out, mlp_gate and mlp_up there
-        allocates within 0.5% of `full` (`benchmarks/gpu_schedule.py --choice offload`). Not on
-        TPU: libtpu runs the loss inside the layer loops once a name is offloaded (the loss
-        moment of `_offload_terms`), so the fetched layers meet its peak there (llama-8b /
-        v5e:4x4, 13 offload programs: −1.7%..+0.5% with every fetched layer counted,
-        −3.3%..−1.0% with this headroom)."""
+        it: `_headroom_terms`). Not on TPU, where libtpu runs the loss inside the layer loops
+        once a name is offloaded (docs/predict.md, "Offloaded names: the fetched layers")."""
         if (parse_target(self.base.target).backend == "tpu"
                 or not all(b.backward_loop_peak_bytes for b in self.baselines)):
             return []
