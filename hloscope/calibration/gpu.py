@@ -10,14 +10,15 @@ _H100_FIT = ("fit on the blockwise-attention llama-1b steps measured on an H100 
              "(benchmarks/results/gpu_measured_llama1b_blockwise_h100.json, 3 programs) by "
              "benchmarks/step_time_h100.py")
 H100_CHECK = (f"the plain-attention steps (benchmarks/results/gpu_measured_llama1b_h100.json, "
-              f"5 programs, not fitted on): {H100_RESULTS}; {_H100_TEST}")
+              f"5 programs, not fitted on): {H100_RESULTS}; "
+              f"{_H100_TEST}::test_every_measured_h100_step_is_predicted_within_15_percent")
 
 # docs.jax.dev gpu_memory_allocation: "JAX will preallocate 75% of the total GPU memory"
 # (XLA's GpuAllocatorConfig::memory_fraction; jaxlib reads XLA_CLIENT_MEM_FRACTION)
 JAX_MEMORY_FRACTION = Figure(
     0.75, DATASHEET, "JAX's documented default preallocation (gpu_memory_allocation.html)",
     "the allocator limit JAX set on an H100 (fixtures/gpu-h100-jax011/profile-tiny/meta.json): "
-    "tests/analyses/oom/test_oom_gpu_target.py")
+    "tests/analyses/oom/test_oom_gpu_target.py::test_capacity_is_jaxs_share_of_what_the_gpu_reported")
 
 KERNEL_LAUNCH = Figure(1e-6, XLA, f"{_XLA_GPU_MODEL}: kKernelLaunchOverhead = 1 us")
 NCCL_LAUNCH = Figure(5e-6, XLA, f"{_XLA_GPU_MODEL}: kNcclKernelLaunchOverhead = 5 us")
@@ -29,7 +30,8 @@ HOST_OVERLAP = Figure(
     "offloading mlp_gate and mlp_up measured 288 ms over `full` for 298 ms of PCIe transfers; "
     "XLA:GPU waits for each copy right after it starts, so the transfers are exposed whole",
     "the compiled offload program's own schedule walk (fixtures/steptime/h100_plain_names-"
-    f"mlp_gateoffload-mlp_upoffload.hlo.gz): 264.9 of 297.9 ms of transfers exposed; {_H100_TEST}")
+    f"mlp_gateoffload-mlp_upoffload.hlo.gz): 264.9 of 297.9 ms of transfers exposed; "
+    f"{_H100_TEST}::test_offloading_to_the_host_is_charged_its_exposed_pcie_time")
 
 # what of a PCIe link's line rate carries data: 128b/130b encoding (PCIe 3.0 and later) and
 # 256-byte TLP payloads behind about 24 bytes of header, sequence number, CRC and framing
