@@ -10,7 +10,9 @@ import re
 from hloscope.model.shape_text import TextSyntaxError
 
 _OPEN_TO_CLOSE = {"(": ")", "{": "}", "[": "]"}
-_TOKENS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|"|[(){}\[\],]|/\*.*?\*/')
+# A string may hold line breaks (XLA's lexer reads `"([^"\\]|\\.)*"`: a header's
+# origin_recovery_table holds whole modules as strings).
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|"|[(){}\[\],]|/\*.*?\*/')
 _STRINGS_AND_COMMENTS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|/\*.*?\*/|//')
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 

@@ -31,6 +31,7 @@ _ARRAY = re.compile(r"\s*([a-z][a-z0-9]*)\[([^\]]*)\]")
 _DIM = re.compile(r"\s*(?:(<=)?\s*(\d+)|(\?))\s*$")
 _LAYOUT_ITEM = re.compile(r"([A-Z#*]+)((?:\([^()]*\))+)")
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_DIM_LEVEL_TYPE = re.compile(r"[DCSH]\+?~?")
 
 
 @lru_cache(maxsize=65536)
@@ -157,6 +158,11 @@ def _layout_from_items(order: tuple[int, ...], items: str, offset: int) -> Layou
         kind, args = match.group(1), match.group(2)
         if kind == "T":
             tiles = _parse_tiles(args, offset + match.start(2))
+        elif kind == "P":  # XLA's ParseShape: a physical shape is for sparse arrays only
+            raise TextSyntaxError("layout has a physical shape P(...), but is not for a sparse "
+                                  "array", offset + match.start())
+        elif kind == "D":
+            _check_dim_level_types(args, offset + match.start(2))
         elif kind in ("E", "S", "L"):
             value = _single_int(args, offset + match.start(2))
             if kind == "E":
@@ -170,6 +176,15 @@ def _layout_from_items(order: tuple[int, ...], items: str, offset: int) -> Layou
     if items[position:].strip():
         raise TextSyntaxError("bad layout item", offset + position)
     return Layout(order, tiles, element_bits, memory_space, tail_padding, tuple(extra))
+
+
+def _check_dim_level_types(args: str, offset: int) -> None:
+    """`D(D,C+,S~)`: each item one of XLA's abbreviations (dense, compressed, singleton, loose
+    compressed), optionally non-unique (+) and unordered (~)."""
+    for item in args.strip()[1:-1].split(","):
+        if not _DIM_LEVEL_TYPE.fullmatch(item.strip()):
+            raise TextSyntaxError(f"expected a DimLevelType abbreviation (D, C, or S), got "
+                                  f"'{item.strip()}'", offset)
 
 
 def _parse_tiles(args: str, offset: int) -> tuple[tuple[int, ...], ...]:

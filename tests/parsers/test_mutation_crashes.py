@@ -9,6 +9,7 @@ counterparts analyse.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -111,10 +112,15 @@ def test_loop_body_without_parameter_zero_under_lenient(tmp_path: Path) -> None:
 
 def test_loop_body_root_of_another_shape(tmp_path: Path) -> None:
     # The body returns (s32[], f32[8]) for a loop of (s32[], f32[4]): once a crash in the
-    # dataflow's leaf matching; XLA's verifier refuses it, hloscope at load, at the while.
+    # dataflow's leaf matching. XLA's parser refuses it at the body's header, whose result
+    # shape is not its root's; without that header, its verifier at the while (so does hloscope).
     text = _loop().replace("ROOT %t = (s32[], f32[4]{0}) tuple(%k, %y)",
                            "ROOT %t = (s32[], f32[8]{0}) tuple(%k, %y)")
     error = _refused(text, tmp_path)
+    assert error.location.line == _line_of(LOOPS, "%body ")
+    assert "not compatible with that of its root instruction t" in error.message
+    headless = re.sub(r"(%body) \(.*\) -> .* \{", r"\1 {", text)
+    error = _refused(headless, tmp_path)
     assert error.location.line == _WHILE_LINE
     assert "is not that of body's root t" in error.message
 

@@ -6,7 +6,8 @@ control predecessors defined above their use, declared operand shapes, operand c
 attributes each opcode allows and their enum values, constant literals, `padding=`,
 `use_global_device_ids`, called computations (defined above their caller, so calls never form a
 cycle), async chains, `input_output_alias` and `buffer_donor` (`xla_facts.py` holds what was
-probed from XLA); and, as XLA's verifier does, the signatures of the computations fusions,
+probed from XLA), the shape rules it applies to some opcodes and to computation headers
+(`opcode_rules.py`); and, as XLA's verifier does, the signatures of the computations fusions,
 calls, async-starts, while loops and conditionals run (`signatures.py`). Each failure is a
 ParseError (exit 4) at file:line:col. A lenient load (`--lenient`, `lenient=True`) skips them
 but the signatures, which every analysis relies on, for hand-edited modules; it never skips
@@ -27,6 +28,7 @@ from hloscope.model.module import HloModule
 from hloscope.parsers.checks.aliasing import check_aliasing
 from hloscope.parsers.checks.async_chains import check_async_chains
 from hloscope.parsers.checks.instructions import check_computation
+from hloscope.parsers.checks.opcode_rules import check_opcode_rules
 from hloscope.parsers.checks.signatures import check_signatures
 from hloscope.parsers.checks.xla_facts import UNSPECIFIED_API_VERSION
 
@@ -54,6 +56,7 @@ def _check(module: HloModule) -> None:
         if not _ASYNC_OPCODES.isdisjoint(map(_OPCODE, computation.instructions)):
             check_async_chains(computation)
     check_aliasing(module)
+    check_opcode_rules(module)
     check_signatures(module)
 
 

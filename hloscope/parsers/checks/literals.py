@@ -1,9 +1,11 @@
 """A constant's literal against its shape: nesting, element counts, and each value's range.
 
 XLA's parser refuses `f32[2,2] constant({1,2,3,4})` ("expects nested array in rank 2"), a row of
-the wrong length, `u8[] constant(-1)` and `f16[] constant(1e10)` (out of the type's range), and a
-token that is not a number (`0x10`, `1.5` for an integer type). One scan over the literal's text;
-tuples, complex numbers and elided literals (`{...}`) are not checked.
+the wrong length, `u8[] constant(-1)` and `f16[] constant(1e10)` (out of the type's range; u64
+takes -1, as XLA reads an int64 modulo 2^64), a NaN payload the type cannot hold
+(`bf16[] constant(nan(0x3ff))`, any payload on f8e4m3fn), a complex part out of its float's range,
+and a token that is not a number (`0x10`, `1.5` for an integer type). One scan over the literal's
+text; tuples, complex numbers' nesting and elided literals (`{...}`) are not checked.
 """
 from __future__ import annotations
 
@@ -19,15 +21,53 @@ _INTEGER = re.compile(r"[-+]?\d+")
 _FLOAT = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
 _FLOAT_WORD = re.compile(r"[-+]?(?:inf|nan(?:\(0x[0-9a-fA-F]+\))?)")
 _UNCHECKED_TYPES = ("c64", "c128", "token", "opaque")
+_NAN_PAYLOAD = re.compile(r"[-+]?nan\(0x([0-9a-fA-F]+)\)")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# The largest finite value of a complex type's parts (XLA checks each part's range).
+_COMPLEX_PART_MAX = {"c64": FLOAT_MAX["f32"][0], "c128": FLOAT_MAX["f64"][0]}
+# NaN payload bits of the types with signaling NaNs (XLA's NanPayloadBits: digits - 1); types
+# with one NaN (the fn, fnuz and e8m0fnu formats) take no payload. Others are not checked.
+_NAN_PAYLOAD_BITS = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52, "f8e4m3fn": 0,
+                     "f8e4m3fnuz": 0, "f8e4m3b11fnuz": 0, "f8e5m2fnuz": 0, "f8e8m0fnu": 0}
+_QUIET_NAN_OF_DOUBLE = 1 << 51  # the payload XLA reads for a bare `nan`
 
 
 def check_literal(instruction: Instruction, shape: Shape) -> None:
     """Raises a located ParseError where the literal disagrees with `shape`."""
     start, end = instruction.operands_start, instruction.operands_end
     text = instruction.text
-    if shape.is_tuple or shape.element_type in _UNCHECKED_TYPES or "..." in text[start:end]:
+    if shape.is_tuple or "..." in text[start:end]:
+        return
+    if shape.element_type in _COMPLEX_PART_MAX:
+        _check_complex_parts(instruction, shape.element_type)
+    if shape.element_type in _UNCHECKED_TYPES:
         return
     _Walker(instruction, shape).walk(start, end)
+
+
+def _check_complex_parts(instruction: Instruction, element_type: str) -> None:
+    largest = _COMPLEX_PART_MAX[element_type]
+    text = instruction.text
+    for match in _NUMBER.finditer(text, instruction.operands_start, instruction.operands_end):
+        if abs(float(match.group())) > largest:
+            raise instruction.error(f"constant: part {match.group()} is out of range for "
+                                    f"{element_type} namely [-{largest:g}, {largest:g}]",
+                                    match.start())
+
+
+def _nan_payload_problem(word: str, element_type: str) -> str:
+    match = _NAN_PAYLOAD.fullmatch(word)
+    bits = _NAN_PAYLOAD_BITS.get(element_type)
+    if match is None or bits is None:
+        return ""
+    payload = int(match.group(1), 16)
+    if bits == 0 and payload != _QUIET_NAN_OF_DOUBLE:
+        return (f"tries to set NaN payload 0x{payload:x}, but {element_type} does not support "
+                "payloads")
+    if bits and payload > (1 << bits) - 1:
+        return (f"tries to set NaN payload 0x{payload:x}, but the NaN payload is out of range "
+                f"(0x{(1 << bits) - 1:x}) for {element_type}")
+    return ""
 
 
 class _Walker:
@@ -80,6 +120,8 @@ def _value_check(element_type: str):  # noqa: ANN202  (a small closure factory)
     bounds = integer_range(element_type)
     if bounds is not None:
         low, high = bounds
+        if element_type == "u64":
+            low = -(1 << 63)  # XLA reads an int64 and takes it modulo 2^64 (-1 is 2^64-1)
 
         def integer(word: str) -> str:
             if not _INTEGER.fullmatch(word):
@@ -97,7 +139,7 @@ def _value_check(element_type: str):  # noqa: ANN202  (a small closure factory)
 
         def floating(word: str) -> str:
             if _FLOAT_WORD.fullmatch(word):
-                return ""
+                return _nan_payload_problem(word, element_type)
             if not _FLOAT.fullmatch(word):
                 return f"expects a number for {element_type}, got '{word}'"
             if abs(float(word)) >= limit:

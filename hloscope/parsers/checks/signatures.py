@@ -1,13 +1,14 @@
 """Called computations' signatures, as XLA's verifier checks them (xla/service/hlo_verifier.cc).
 
 XLA's parser lets these through; its verifier refuses them, and every analysis relies on them: a
-fusion, call or async-start passes as many operands as its computation has parameters, each of
-the parameter's shape, and its computation's root has the instruction's result shape (an
-async-start's is its shape's element {1}); a while loop's operand, result, body parameter, body
-root and condition parameter share one shape and its condition returns pred[]; a conditional
-passes one operand per branch after the branch index, each branch's one parameter has that
-operand's shape and its root the conditional's shape. Shapes compare as XLA's
-ShapeUtil::Compatible does: layouts aside. Each failure is a ParseError (exit 4) at the caller.
+call or async-start passes as many operands as its computation has parameters (a fusion at least
+as many: XLA's verifier lets it pass more, unused), each of the parameter's shape, and its
+computation's root has the instruction's result shape (an async-start's is its shape's element
+{1}); a while loop's operand, result, body parameter, body root and condition parameter share one
+shape and its condition returns pred[]; a conditional passes one operand per branch after the
+branch index, each branch's one parameter has that operand's shape and its root the
+conditional's shape. Shapes compare as XLA's ShapeUtil::Compatible does: layouts aside. Each
+failure is a ParseError (exit 4) at the caller.
 """
 from __future__ import annotations
 
@@ -52,10 +53,11 @@ def _fail(instruction: Instruction, message: str) -> None:
 def _check_arguments(instruction: Instruction, callee: Computation,
                      shapes: list[Shape]) -> None:
     parameters = callee.parameters
-    if len(parameters) != len(shapes):
+    if len(parameters) > len(shapes) or (len(parameters) < len(shapes)
+                                          and instruction.opcode != "fusion"):
         _fail(instruction, f"passes {len(shapes)} operand(s) to {callee.name}, which takes "
                            f"{len(parameters)} parameter(s)")
-    for number, (parameter, shape) in enumerate(zip(parameters, shapes, strict=True)):
+    for number, (parameter, shape) in enumerate(zip(parameters, shapes, strict=False)):
         if not _same(parameter.shape, shape):
             _fail(instruction, f"operand {number} has shape {shape}, but {callee.name}'s "
                                f"parameter {parameter.name} has shape {parameter.shape}")
