@@ -18,7 +18,8 @@ H100_CHECK = (f"the plain-attention steps (benchmarks/results/gpu_measured_llama
 JAX_MEMORY_FRACTION = Figure(
     0.75, DATASHEET, "JAX's documented default preallocation (gpu_memory_allocation.html)",
     "the allocator limit JAX set on an H100 (fixtures/gpu-h100-jax011/profile-tiny/meta.json): "
-    "tests/analyses/oom/test_oom_gpu_target.py::test_capacity_is_jaxs_share_of_what_the_gpu_reported")
+    "tests/analyses/oom/test_oom_gpu_target.py"
+    "::test_capacity_is_jaxs_share_of_what_the_gpu_reported")
 
 KERNEL_LAUNCH = Figure(1e-6, XLA, f"{_XLA_GPU_MODEL}: kKernelLaunchOverhead = 1 us")
 NCCL_LAUNCH = Figure(5e-6, XLA, f"{_XLA_GPU_MODEL}: kNcclKernelLaunchOverhead = 5 us")
