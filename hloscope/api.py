@@ -11,7 +11,6 @@ functions (or, where they need an intermediate for their report, the same analys
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -610,33 +609,24 @@ def report(*inputs: ModuleLike, output: str | Path | None = None, force: bool = 
     sweep folder (what `hloscope report` writes); written to `output` when given (an existing
     file only with `force`). `capacity` (bytes per device) judges fit; `lenient` skips the
     semantic checks of the inputs' HLO (as `load`'s). Returns the HTML."""
+    from hloscope.formats.frontier import frontier_file, read_frontier
     from hloscope.reports.html_report import report_page
     from hloscope.reports.output import write_file
     from hloscope.reports.renderers.html_page import render_page
 
     if not inputs:
         raise UsageError("report needs at least one input")
-    frontier = _frontier_file(inputs)
+    frontier = frontier_file(inputs[0]) if len(inputs) == 1 else None
     if frontier is not None:
         from hloscope.reports.html_report import frontier_page
 
-        html = render_page(frontier_page(json.loads(frontier.read_text()), title))
+        html = render_page(frontier_page(read_frontier(frontier).data, title))
     else:
         loaded = report_inputs(list(inputs), module, capacity, lenient)
         html = render_page(report_page(loaded, title, top))
     if output is not None:
         write_file(output, html, force)
     return html
-
-
-def _frontier_file(inputs: tuple[Any, ...]) -> Path | None:
-    """The frontier.json of a lone `sweep --search frontier` folder among `inputs`."""
-    from hloscope.sweeps.frontier_run import FRONTIER_FILE
-
-    if len(inputs) != 1 or not isinstance(inputs[0], str | Path):
-        return None
-    found = Path(inputs[0]) / FRONTIER_FILE
-    return found if found.is_file() else None
 
 
 def report_inputs(sources: list[Any], module: str | None = None,

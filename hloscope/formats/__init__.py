@@ -4,6 +4,8 @@
                        dump/, optimized_hlo.txt, memory/cost analysis JSON, compile.log
     compile_record.py  what one compile produced (the manifest's and capture.json's "compile")
     sweep.py           a `hloscope sweep -o DIR` folder: sweep.json (hloscope/sweep/v1), builds/
+    frontier.py        a `sweep --search frontier -o DIR` folder's frontier.json
+                       (hloscope/frontier/v1)
     snapshot.py        a `hloscope snapshot` baseline (hloscope/snapshot/v1)
     capture.py         the folder `from_jax` compiles into: capture.json (hloscope/capture/v1)
     profile.py         a `hloscope profile` folder: profile.json (hloscope/profile-manifest/v1)

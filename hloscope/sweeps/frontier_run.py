@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from hloscope.analyses.predict.scaled_step import BaselineStep, baseline_step
 from hloscope.analyses.predict.step_model import StepPredictor
 from hloscope.devices import memory_budget
 from hloscope.errors import HloscopeError, UsageError
+from hloscope.formats.frontier import write_frontier
 from hloscope.spec.policies import Variant, parse_variant
 from hloscope.spec.step import StepConfig, parse_step_variants, resolved_step_variant
 from hloscope.spec.targets import parse_target
@@ -42,7 +42,6 @@ from hloscope.workloads.build import prepare_folder
 
 BASELINE_POLICIES = ("full", "names:*=remat")
 """The same program (tests/workloads/test_named_policies.py): nothing named is kept."""
-FRONTIER_FILE = "frontier.json"
 
 
 def frontier_capacity(request: SweepRequest, capacity: int | None) -> int:
@@ -91,8 +90,7 @@ def run_frontier(request: SweepRequest, capacity: int | None = None,
     result = dataclasses.replace(result, choices=choices, compiles=compile_batch.compiles,
                                  measured=measured.to_dict() if measured else None)
     if request.out_dir is not None:
-        (Path(request.out_dir) / FRONTIER_FILE).write_text(
-            json.dumps(result.to_dict(), indent=1) + "\n")
+        write_frontier(Path(request.out_dir), result.to_dict())
     return result
 
 
