@@ -6,21 +6,18 @@ recompute each saves); a user's block does not. Two compiles at one batch measur
 
 - **bytes**: the forward layer loop stacks what the backward loop reads, one `[layers, ...]`
   buffer per residual in its loop state; keeping NAME adds its stack, so the state of the
-  program's first entry-level layer loop grows by `layers` × one layer's NAME on one device
-  (llama-1b / tpu:v5e:2x2, per-device batch 3: mlp_gate and mlp_up +96.0 MiB per layer each,
-  attn_out +24.0, their closed forms 3 × 2048 × 8192 × 2 B and 3 × 2048 × 2048 × 2 B);
+  program's first entry-level layer loop grows by `layers` × one layer's NAME on one device;
 - **FLOPs**: the recompute keeping NAME saves is `full`'s FLOPs less the other program's
   (hloscope's count of each compiled program, per device), over the layers and the tokens;
 - **HBM bytes**: what keeping NAME adds to the bytes the program accesses (the other program's
   less `full`'s, the same count: writing and reading the stack, less the recompute's traffic;
-  either sign), over the layers and the tokens. The roofline of a memory-bound program turns
-  on it: examples/jax_llama_step.py on gpu:h100:1x1x1 at per-device batch 18 accesses more
-  with any of its four names kept than `full` does, so keeping names there costs step time.
+  either sign), over the layers and the tokens: the roofline of a memory-bound program turns
+  on it.
 
 Per-token figures are per token of the step (global batch × sequence), so they scale with the
-batch at the measured sequence length. Savings add across names (the same llama-1b programs:
-attn_out + mlp_gate + mlp_up kept save 7460.2 GFLOP, the three kept alone 7460.6 summed); where
-two names share a producer the sum is an estimate the frontier search's compiles confirm.
+batch at the measured sequence length. Savings add across names; where two names share a
+producer the sum is an estimate the frontier search's compiles confirm (docs/predict.md, "A
+user's step").
 """
 from __future__ import annotations
 
