@@ -46,6 +46,10 @@ def _summary(diagnosis: OomDiagnosis) -> list:
     if capacity is not None:
         summary += [("capacity per device", Quantity(capacity.bytes, "bytes")),
                     ("  from", capacity.source)]
+    if diagnosis.memory_analysis_bytes is not None:
+        label = ("memory_analysis() (libtpu's count, not its fit criterion)"
+                 if diagnosis.backend == "tpu" else "memory_analysis()")
+        summary.append((label, Quantity(diagnosis.memory_analysis_bytes, "bytes")))
     if diagnosis.compiler_verdict:
         summary.append(("compiler", diagnosis.compiler_verdict))
     result = diagnosis.memory

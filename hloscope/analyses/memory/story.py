@@ -37,15 +37,15 @@ _PEAK_ABOVE = {
            "at 4",
 }
 # tests/analyses/memory/test_heap.py (fixtures: CPU -1.37%, 0, +0.03%; GPU -0.007%,
-# +0.63%; TPU: equal to memory_analysis(), (tuple tables + 1) x 15,872 B above the buffer
-# assignment), test_memory_programs.py (17 CPU programs, -0.068% to 0) and test_heap_tpu.py.
+# +0.63%; TPU: the buffer assignment's HBM parts to the byte), test_memory_programs.py (17 CPU
+# programs, -0.068% to 0), test_heap_tpu.py and tests/analyses/oom/test_tpu_fit.py.
 _ESTIMATE = {
     "cpu": "XLA's heap simulator replayed; it may visit equal-sized buffers in another order "
            "(CPU: within 2%)",
     "gpu": "XLA's heap simulator replayed; XLA:GPU's may-alias hints are not modelled (GPU: "
            "within 2%)",
-    "tpu": "the estimate counts HBM temporaries as memory_analysis() does (32,256 B a tuple "
-           "table); libtpu's buffer assignment gives each table a 16 KiB slot",
+    "tpu": "libtpu's buffer assignment replayed (HBM arrays packed at 16 KiB, a 16 KiB slot per "
+           "tuple table; TPU: within 2%)",
 }
 _ESTIMATE_OTHER = "XLA's heap simulator replayed from the text (not tested on this backend)"
 # tests/parsers/test_xla_memory_fixtures.py: on CPU and GPU every memory_analysis() field is the
@@ -235,8 +235,8 @@ def _estimate_vs_analysis(backend: str, xla: XlaFigures, equal: bool) -> str:
     if xla.memory_analysis_bytes == xla.allocation_bytes:
         return _estimate_reason(backend, False)
     if backend == "tpu":
-        return "memory_analysis() counts HBM its buffer assignment does not hold (scans: one or " \
-               "two stacked-layer-sized buffers), not modelled"
+        return "the estimate replays libtpu's buffer assignment; memory_analysis() counts " \
+               "temporaries of libtpu's own (not its fit criterion)"
     return "both gaps above"
 
 

@@ -3,10 +3,12 @@
 The verdict compares a required figure with the capacity. The figure is XLA's own when its data
 gives one — the buffer assignment's device allocation (the default memory space: what libtpu
 compares with the usable HBM), else the compiler's OOM message — and otherwise the allocation
-estimated from the HLO text (`memory/heap.py`: XLA's buffer assignment replayed), labelled an
-estimate. Everything is per device (one SPMD partition). The explanation is the live
-set at the peak (`memory`): its categories, its largest buffers grouped by layer, where in the
-step it happens, and sharding findings; remedies are predicted from it (`remedies.py`).
+estimated from the HLO text (`memory/heap.py`: XLA's buffer assignment replayed; on TPU its HBM
+total, constants included, as libtpu compares it), labelled an estimate. memory_analysis() is
+shown beside it when the build recorded it; on TPU it is libtpu's own count, not its criterion.
+Everything is per device (one SPMD partition). The explanation is the live set at the peak
+(`memory`): its categories, its largest buffers grouped by layer, where in the step it happens,
+and sharding findings; remedies are predicted from it (`remedies.py`).
 """
 from __future__ import annotations
 
@@ -87,6 +89,13 @@ class OomDiagnosis(DataFrames):
         return None if self.capacity is None else self.required.bytes <= self.capacity.bytes
 
     @property
+    def memory_analysis_bytes(self) -> int | None:
+        """memory_analysis()'s allocation when the build recorded it: on TPU libtpu's own count
+        (its temporaries are not the buffer assignment's), shown beside the verdict's figure."""
+        xla = self.memory.xla
+        return None if xla is None else xla.memory_analysis_bytes
+
+    @property
     def margin_bytes(self) -> int | None:
         """Capacity minus what is required: negative when it does not fit."""
         return None if self.capacity is None else self.capacity.bytes - self.required.bytes
@@ -103,6 +112,7 @@ class OomDiagnosis(DataFrames):
             "margin_bytes": self.margin_bytes, "compiler_verdict": self.compiler_verdict,
             "live_peak_bytes": result.peak_bytes,
             "allocation_bytes": None if result.xla is None else result.xla.allocation_bytes,
+            "memory_analysis_bytes": self.memory_analysis_bytes,
             "by_category": [c.to_dict() for c in self.by_category],
             "top_groups": [g.to_dict() for g in self.top_groups],
             "peak": {"time": result.peak_time, "instruction": result.peak_instruction,
@@ -165,6 +175,11 @@ def required_figure(result: MemoryResult, backend: str, log: CompileLog | None,
     stated = None if log is None else (log.compile_verdict or log.first("remat-warning"))
     if stated is not None and stated.required_bytes is not None:
         return Required(stated.required_bytes, f"the compiler's message ({stated.kind})", False)
+    hbm = result.allocation_estimate.space(0) if result.allocation_estimate else None
+    if backend == "tpu" and hbm is not None:
+        return Required(hbm.total_bytes, "HBM total estimated from the HLO text (libtpu's buffer "
+                        "assignment replayed: every HBM allocation, constants included, the "
+                        "figure libtpu compares with the usable HBM)", True)
     if result.estimated_allocation_bytes is not None:
         return Required(result.estimated_allocation_bytes, "allocation estimated from the HLO "
                         "text (XLA's buffer assignment replayed: arguments + temporaries + "
