@@ -8,8 +8,9 @@ stay per chip. Units: bytes, bytes/s and FLOP/s (1e9 for the vendors' "GB", "GBp
 
 Two memory figures must never be confused: `hbm_bytes` is the physical memory of the device and
 `usable_memory_bytes` what XLA lets one program use (TPU: read from libtpu's OOM verdicts, printed
-with two decimals, so +-5 MiB; GPU: the total memory CUDA reports, of which JAX's allocator takes
-`JAX_DEFAULT_GPU_MEMORY_FRACTION` unless told otherwise: see `memory_budget`).
+with two decimals, so +-5 MiB: `hloscope.calibration.tpu`; GPU: the total memory CUDA reports, of
+which JAX's allocator takes `JAX_DEFAULT_GPU_MEMORY_FRACTION` unless told otherwise: see
+`memory_budget`).
 
 Host facts: `host_memory_bytes` is the RAM of one host shared by `host_memory_chips` chips (the
 pool pinned host buffers come from: `hloscope.analyses.summary.variant` checks offloading
@@ -18,6 +19,8 @@ network share of one chip (each direction).
 
 Sources are cited next to each figure: "Cloud TPU docs" are docs.cloud.google.com/tpu/docs/<ver>,
 "measured" means a deviceless compile on this project's machine (jax 0.10.2, libtpu 0.0.42.1).
+Figures that are measured or stated rather than published (usable HBM, JAX's memory fraction)
+come from `hloscope.calibration`, with their sources and the tests that check them.
 A figure that could not be verified is None, never a guess. GPU entries also carry the facts XLA's
 GpuTargetConfigProto needs for a deviceless CUDA compile; `render_gpu_target_config` writes that
 text. Importing this module never imports jax.
