@@ -30,6 +30,7 @@ from hloscope.analyses.predict.baseline import (
     peak_above_outside,
 )
 from hloscope.analyses.predict.flops import recompute_flops_per_token
+from hloscope.analyses.predict.loss_order import AFTER
 from hloscope.analyses.predict.scaled_step import PredictedStep, StepChange, predicted_step
 from hloscope.analyses.roofline import estimate_step
 from hloscope.calibration import tpu as tpu_calibration
@@ -177,7 +178,7 @@ class Prediction:
         if self.loss_order_undecided and (not limit or need <= limit):
             after, before = self.loss_order_allocations(need)
             if self.loss_order is not None:
-                return after if self.loss_order == "after" else before
+                return after if self.loss_order == AFTER else before
             return self._between_loss_orders(need)
         if limit is None or need <= limit or limit == 0:
             return need  # a 0% limit: libtpu recomputes what it can, how much is not predicted
@@ -387,11 +388,10 @@ class Predictor:
         where that is higher (tiny / v5e:2x2, seq 2048: `full` peaks in its backward loop on the
         attention's scores, 20 MB outside the loops). On llama-1b / v5e:2x2 (seq 2048,
         fixtures/predict/llama-v5e-squeezed.json, benchmarks/results/logits_placement_llama1b.txt)
-        the ten device-kept programs with
-        stacks at least the f32 logits ran 4 after (−2.2%..+0.7% off the after figure) and 6
-        before (−0.2%..−0.1% off the before figure); the choice follows neither figure nor the
-        two's difference (benchmarks/loss_order.py). The 28 with smaller stacks all ran after
-        with `full`'s packing, the need (−3.2%..+3.7%)."""
+        the ten device-kept programs with stacks at least the f32 logits ran 4 after (−2.2%..+0.7%
+        off the after figure) and 6 before (−0.2%..−0.1% off the before figure); the choice
+        follows neither figure nor the two's difference (benchmarks/loss_order.py). The 28 with
+        smaller stacks all ran after with `full`'s packing, the need (−3.2%..+3.7%)."""
         stacks = config.n_layers * (per_name["norm1"] + sum(
             per_name[name] for name, choice in choices.items() if choice == "device"))
         if (not cuts or "device" not in choices.values()
