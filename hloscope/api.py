@@ -174,15 +174,17 @@ def oom_step(step: str | StepFactory, target: TargetLike = "cpu", policy: str = 
     return oom(built, device, capacity, sweep=folder, top=top)
 
 
-def compare(a: ModuleLike, b: ModuleLike, device: str | None = None) -> CompareResult:
+def compare(a: ModuleLike, b: ModuleLike, device: str | None = None,
+            labels: tuple[str, str] | None = None) -> CompareResult:
     """What differs between two programs, B against A: the headline figures with their deltas,
     opcodes, FLOPs by scope, layer and phase, and the buffers live at the peak that appear,
-    disappear or change (matched by op_name and shape). `device` adds a step-time estimate."""
+    disappear or change (matched by op_name and shape). `device` adds a step-time estimate;
+    `labels` name A and B (default: their module names)."""
     from hloscope.analyses.gate.compare import compare as compare_modules
     from hloscope.devices import get_device
 
     target = get_device(device) if device is not None else None
-    return compare_modules(as_program(a), as_program(b), target)
+    return compare_modules(as_program(a), as_program(b), target, labels)
 
 
 def snapshot(module: ModuleLike, output: str | Path | None = None,

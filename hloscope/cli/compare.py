@@ -5,9 +5,8 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.gate.compare import compare
+from hloscope.api import compare
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
-from hloscope.devices import get_device
 from hloscope.reports.compare import compare_report
 
 
@@ -26,8 +25,7 @@ def command(a: HloInput, b: HloInput, device: str | None, top: int, fmt: str,
     FLOPs differ, the buffers live at the peak that appear, disappear or change (matched by
     op_name and shape), and where the peak moved. Figures are per device.
     """
-    target = get_device(device) if device is not None else None
-    result = compare(a.program(), b.program(), target, labels=_labels(a, b))
+    result = compare(a.program(), b.program(), device, labels=_labels(a, b))
     emit(compare_report(result, top), fmt, output, force)
 
 

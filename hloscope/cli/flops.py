@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.cost import CostOptions
-from hloscope.analyses.cost.flops import BREAKDOWNS, DEFAULT_SCOPE_DEPTH, flops
+from hloscope.analyses.cost.flops import BREAKDOWNS, DEFAULT_SCOPE_DEPTH
+from hloscope.api import flops
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.reports.flops import flops_report
 
@@ -28,6 +28,5 @@ def command(hlo: HloInput, by: str, depth: int, top: int | None, xla_conventions
     with while loops multiplied by their trip counts, broken down by opcode, source scope, layer
     or phase (forward, backward, recompute, optimizer, other).
     """
-    options = CostOptions.like_xla() if xla_conventions else CostOptions()
-    result = flops(hlo.load(), scope_depth=depth, options=options)
+    result = flops(hlo.load(), scope_depth=depth, xla_conventions=xla_conventions)
     emit(flops_report(result, by, top), fmt, output, force)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from hloscope.analyses.summary.inspect import inspect
+from hloscope.api import inspect
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.reports.inspect import inspect_report
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from hloscope.analyses.cost.flops import DEFAULT_SCOPE_DEPTH
-from hloscope.analyses.cost.remat import remat
+from hloscope.api import remat
 from hloscope.cli.common import HloInput, emit, hlo_input, output_options
 from hloscope.reports.remat import remat_report
 
