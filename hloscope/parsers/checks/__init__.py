@@ -8,7 +8,8 @@ attributes each opcode allows and their enum values, constant literals, `padding
 cycle), async chains, `input_output_alias` and `buffer_donor` (`xla_facts.py` holds what was
 probed from XLA), the shape rules it applies to some opcodes and to computation headers
 (`opcode_rules.py`); and, as XLA's verifier does, the signatures of the computations fusions,
-calls, async-starts, while loops and conditionals run (`signatures.py`). Each failure is a
+calls, async-starts, while loops and conditionals run (`signatures.py`) and asynchronous pairs
+(`async_pairs.py`), compare types and iota shapes (`verifier_rules.py`). Each failure is a
 ParseError (exit 4) at file:line:col. A lenient load (`--lenient`, `lenient=True`) skips them
 but the signatures, which every analysis relies on, for hand-edited modules; it never skips
 syntax or truncation errors, and warns of what it let through that old XLAs wrote
@@ -27,9 +28,11 @@ from hloscope.gc_pause import paused_gc
 from hloscope.model.module import HloModule
 from hloscope.parsers.checks.aliasing import check_aliasing
 from hloscope.parsers.checks.async_chains import check_async_chains
+from hloscope.parsers.checks.async_pairs import check_async_pairs
 from hloscope.parsers.checks.instructions import check_computation
 from hloscope.parsers.checks.opcode_rules import check_opcode_rules
 from hloscope.parsers.checks.signatures import check_signatures
+from hloscope.parsers.checks.verifier_rules import check_verifier_rules
 from hloscope.parsers.checks.xla_facts import UNSPECIFIED_API_VERSION
 
 _ASYNC_OPCODES = frozenset({"async-start", "async-update", "async-done"})
@@ -58,6 +61,8 @@ def _check(module: HloModule) -> None:
     check_aliasing(module)
     check_opcode_rules(module)
     check_signatures(module)
+    check_async_pairs(module)
+    check_verifier_rules(module)
 
 
 def lenient_warnings(module: HloModule) -> list[str]:

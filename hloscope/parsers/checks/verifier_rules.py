@@ -1,0 +1,110 @@
+"""Opcode rules of XLA's verifier that its parser lets through (xla/service/hlo_verifier.cc,
+ShapeVerifier): a compare's `type=` fits its operands' element type (FLOAT or TOTALORDER for
+floating point, SIGNED for signed integers, UNSIGNED for unsigned integers and pred); an iota is
+an array of rank 1 or more, not pred, whose `iota_dimension` is one of its dimensions; a
+collective-permute of one operand names each source and each target once; a fusion, while or
+conditional runs computations of its own computation's execution thread.
+Each failure is a ParseError (exit 4) at the instruction.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from hloscope.model.instruction import Instruction
+from hloscope.model.module import HloModule
+
+_Defined = dict[str, Instruction]
+_COMPARE_TYPE = re.compile(r"\btype=\s*([A-Za-z]+)")
+_FLOATING = ("f", "bf")
+_PAIR = re.compile(r"\{\s*(-?\d+)\s*,\s*(-?\d+)\s*\}")
+_MAIN_THREAD = "main"
+# (a call or custom-call may run another thread's computation unless an option says otherwise)
+_THREADED_CALLERS = ("fusion", "while", "conditional")
+
+
+def check_verifier_rules(module: HloModule) -> None:
+    """Raises a located ParseError at the first instruction that breaks a rule."""
+    threads = {name: c.execution_thread or _MAIN_THREAD for name, c in module.computations.items()}
+    threaded = len(set(threads.values())) > 1
+    for computation in module.computations.values():
+        defined: _Defined = {}
+        for instruction in computation.instructions:
+            rule = _RULES.get(instruction.opcode)
+            if rule is not None:
+                rule(instruction, defined)
+            if threaded and instruction.opcode in _THREADED_CALLERS:
+                _check_threads(instruction, threads[computation.name], threads)
+            defined[instruction.name] = instruction
+
+
+def _check_threads(instruction: Instruction, thread: str, threads: dict[str, str]) -> None:
+    for name in instruction.called_computations:
+        called = threads.get(name.lstrip("%"), thread)
+        if called != thread:
+            _fail(instruction, f"{instruction.opcode} on thread {thread} calls {name} of thread "
+                               f"{called}; a called computation runs on its caller's thread",
+                  max(instruction.text.find(name, instruction.operands_end), 0))
+
+
+def _check_permute_pairs(instruction: Instruction, defined: _Defined) -> None:
+    if len(instruction.operands) != 1:
+        return  # the in-place form may name a source once per buffer
+    value = instruction.raw_attribute("source_target_pairs") or ""
+    sources: set[int] = set()
+    targets: set[int] = set()
+    for source, target in ((int(a), int(b)) for a, b in _PAIR.findall(value)):
+        for role, number, seen in (("Source", source, sources), ("Target", target, targets)):
+            if number < 0 or number in seen:
+                problem = "is negative" if number < 0 else "appears more than once"
+                _fail(instruction, f"{role} {number} {problem} in the source-target pairs",
+                      instruction.text.find("source_target_pairs", instruction.operands_end))
+            seen.add(number)
+
+
+def _fail(instruction: Instruction, message: str, offset: int) -> None:
+    raise instruction.error(f"{message} (XLA's verifier refuses it)", offset)
+
+
+def _expected_compare_types(element_type: str) -> tuple[str, ...]:
+    if element_type.startswith(_FLOATING) or element_type.startswith("c"):
+        return ("FLOAT", "TOTALORDER")
+    if element_type.startswith("s"):
+        return ("SIGNED",)
+    return ("UNSIGNED",)  # u*, pred
+
+
+def _check_compare(instruction: Instruction, defined: _Defined) -> None:
+    tail = instruction.text[instruction.operands_end:]
+    match = _COMPARE_TYPE.search(tail)
+    operands = instruction.operands
+    if match is None or len(operands) != 2 or operands[1] not in defined:
+        return
+    element_type = defined[operands[1]].shape.element_type
+    expected = _expected_compare_types(element_type)
+    if match.group(1) not in expected:
+        _fail(instruction, f"expected comparison type {' or '.join(expected)} for {element_type} "
+                           f"operands, not {match.group(1)}",
+              instruction.operands_end + match.start(1))
+
+
+def _check_iota(instruction: Instruction, defined: _Defined) -> None:
+    shape = instruction.shape
+    at = instruction.operands_start
+    if not shape.is_array or not shape.dimensions:
+        _fail(instruction, f"iota needs an array result of rank 1 or more, not {shape}", at)
+    if shape.element_type == "pred":
+        _fail(instruction, "iota does not take pred elements", at)
+    dimension = instruction.raw_attribute("iota_dimension")
+    try:
+        number = int(dimension) if dimension is not None else 0
+    except ValueError:
+        return  # the attribute's own parse refuses it
+    if not 0 <= number < len(shape.dimensions):
+        _fail(instruction, f"iota_dimension={number} is not a dimension of {shape}", at)
+
+
+_RULES: dict[str, Callable[[Instruction, _Defined], None]] = {
+    "compare": _check_compare, "iota": _check_iota,
+    "collective-permute": _check_permute_pairs, "collective-permute-start": _check_permute_pairs,
+}

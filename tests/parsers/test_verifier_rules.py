@@ -1,0 +1,91 @@
+"""Compare types and iota shapes as XLA's verifier checks them (`checks/verifier_rules.py`),
+after the examples of XLA's hlo_verifier_test.cc: each fault refused at its line with exit 4, the
+valid forms load."""
+from __future__ import annotations
+
+import pytest
+
+import hloscope
+from hloscope.errors import ParseError
+
+
+def _module(root: str) -> str:
+    return ("HloModule m\n\nENTRY %e {\n  %f = f32[] parameter(0)\n  %s = s32[] parameter(1)\n"
+            f"  %u = u32[] parameter(2)\n  %b = pred[] parameter(3)\n  ROOT %r = {root}\n}}\n")
+
+
+VALID = [
+    "pred[] compare(%f, %f), direction=LT, type=TOTALORDER",
+    "pred[] compare(%f, %f), direction=LT, type=FLOAT",
+    "pred[] compare(%f, %f), direction=LT",
+    "pred[] compare(%s, %s), direction=LT, type=SIGNED",
+    "pred[] compare(%u, %u), direction=LT, type=UNSIGNED",
+    "pred[] compare(%b, %b), direction=EQ, type=UNSIGNED",
+    "s32[4,8] iota(), iota_dimension=1",
+    "f32[4] iota(), iota_dimension=0",
+]
+FAULTS = [
+    ("pred[] compare(%f, %f), direction=LT, type=UNSIGNED", "FLOAT or TOTALORDER for f32"),
+    ("pred[] compare(%s, %s), direction=LT, type=UNSIGNED", "SIGNED for s32"),
+    ("pred[] compare(%u, %u), direction=LT, type=SIGNED", "UNSIGNED for u32"),
+    ("pred[] compare(%b, %b), direction=EQ, type=FLOAT", "UNSIGNED for pred"),
+    ("() iota(), iota_dimension=0", "iota needs an array result"),
+    ("s32[] iota(), iota_dimension=0", "iota needs an array result of rank 1"),
+    ("s32[4,8] iota(), iota_dimension=2", "iota_dimension=2 is not a dimension"),
+    ("s32[4,8] iota(), iota_dimension=-1", "iota_dimension=-1 is not a dimension"),
+    ("pred[4] iota(), iota_dimension=0", "iota does not take pred"),
+]
+
+
+@pytest.mark.parametrize("root", VALID)
+def test_valid_forms_load(root: str) -> None:
+    hloscope.load(_module(root))
+
+
+@pytest.mark.parametrize(("root", "message"), FAULTS, ids=[f[0] for f in FAULTS])
+def test_fault_refused_at_its_line(root: str, message: str) -> None:
+    with pytest.raises(ParseError) as caught:
+        hloscope.load(_module(root))
+    assert message in caught.value.message
+    assert (caught.value.exit_code, caught.value.location.line) == (4, 8)
+
+
+def _permute(pairs: str) -> str:
+    return ("HloModule m\n\nENTRY %e {\n  %p = f32[4] parameter(0)\n"
+            "  ROOT %r = f32[4] collective-permute(%p), channel_id=1, "
+            f"source_target_pairs={pairs}\n}}\n")
+
+
+def test_permute_pairs() -> None:
+    hloscope.load(_permute("{{0,1},{1,2},{2,0}}"))
+    for pairs, message in (("{{0,1},{0,2}}", "Source 0 appears more than once"),
+                           ("{{0,2},{1,2}}", "Target 2 appears more than once")):
+        with pytest.raises(ParseError, match=message) as caught:
+            hloscope.load(_permute(pairs))
+        assert caught.value.location.line == 5
+
+
+_THREADS = """HloModule m
+
+%body (b: f32[4]) -> f32[4] {
+  %b = f32[4] parameter(0)
+  ROOT %n = f32[4] negate(%b)
+}, execution_thread="{body}"
+
+%cond (c: f32[4]) -> pred[] {
+  %c = f32[4] parameter(0)
+  ROOT %t = pred[] constant(false)
+}
+
+ENTRY %e (p: f32[4]) -> f32[4] {
+  %p = f32[4] parameter(0)
+  ROOT %w = f32[4] while(%p), condition=%cond, body=%body
+}
+"""
+
+
+def test_while_runs_computations_of_its_thread() -> None:
+    hloscope.load(_THREADS.replace("{body}", "main"))
+    with pytest.raises(ParseError, match="calls body of thread host") as caught:
+        hloscope.load(_THREADS.replace("{body}", "host"))
+    assert caught.value.location.line == 15
