@@ -16,11 +16,16 @@ Importing hloscope never imports jax or pandas (jax: `from_jax` only; pandas: `t
     timings = hloscope.trace("profile_dir/")     # a profiler trace joined to the HLO
     profiled = hloscope.profile("profile_dir/", model="tiny", policy="full")  # run and trace
     built = hloscope.build("out/", model="tiny", policy="full", target="tpu:v5e:2x2")
-    ranked = hloscope.sweep(model="tiny", target="tpu:v5e:2x2", output="sweep_dir/")
+    ranked = hloscope.sweep(model="tiny", target="tpu:v6e-128:slices=4", output="sweep_dir/")
+    request = hloscope.sweep_request(model="tiny", target=hloscope.Target("tpu", "v5e", "2x2"))
+    ranked = hloscope.run_sweep(request)         # what `sweep` does with its keywords
+    frontier = hloscope.read_frontier("sweep_dir/")  # a --search frontier folder, typed
 
 Every result has `.to_dict()` (the `--format json` document) and `.to_pandas()` (one DataFrame
 per table; a dict of them when there are several), and shows itself in Jupyter: its report's
 tables and charts (`_repr_html_`), or Markdown where a front end has no HTML.
+
+`__all__` is the public API (docs/api.md); the modules behind it are hloscope's own and may change.
 """
 from __future__ import annotations
 
@@ -43,24 +48,33 @@ from hloscope.api import (
     profile,
     remat,
     report,
+    run_sweep,
     snapshot,
     step_policies,
     sweep,
+    sweep_request,
     trace,
 )
-from hloscope.errors import HloscopeError, InputError, ParseError
+from hloscope.errors import HloscopeError, InputError, ParseError, UsageError
+from hloscope.formats.frontier import FrontierRecord, read_frontier
 from hloscope.loader.hlo_input import load_all
 from hloscope.loader.hlo_input import load_input as load
 from hloscope.loader.program import Program, load_program
 from hloscope.model.module import Computation, HloModule
 from hloscope.reports import notebook as _notebook  # noqa: F401  (registers the notebook views)
 from hloscope.reports import tables as _tables  # noqa: F401  (registers to_pandas()'s tables)
+from hloscope.spec.targets import Target
+from hloscope.sweeps.core import FrontierOptions, SweepRequest, SweepResult
+from hloscope.sweeps.frontier import FrontierResult
 from hloscope.version import __version__
 
 __all__ = [
     "Computation",
     "CostOptions",
     "FlopsResult",
+    "FrontierOptions",
+    "FrontierRecord",
+    "FrontierResult",
     "HloModule",
     "HloscopeError",
     "InputError",
@@ -69,6 +83,10 @@ __all__ = [
     "ParseError",
     "Program",
     "RematResult",
+    "SweepRequest",
+    "SweepResult",
+    "Target",
+    "UsageError",
     "build",
     "check",
     "compare",
@@ -80,14 +98,17 @@ __all__ = [
     "load_program",
     "memory",
     "oom",
-    "policies",
     "oom_step",
+    "policies",
     "profile",
+    "read_frontier",
     "remat",
     "report",
-    "__version__",
+    "run_sweep",
     "snapshot",
     "step_policies",
     "sweep",
+    "sweep_request",
     "trace",
+    "__version__",
 ]

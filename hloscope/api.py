@@ -7,6 +7,11 @@ DataFrame per table, see `hloscope.frames`). A program argument is a `Program` f
 path, a dump or build folder, HLO text); side files (XLA's memory files, a build manifest, a
 capture record, the compile log) are found by the loader, once. The CLI commands call these
 functions (or, where they need an intermediate for their report, the same analyses they call).
+
+A target is a `Target` or its string, parsed once where a function is entered. A sweep is a
+keyword-only `SweepRequest` (`sweep_request`, from `sweep`'s keywords or the CLI's options) that
+`run_sweep` runs. `__all__` is what `hloscope` re-exports; the other public names here
+(`as_module`, `build_spec`, `build_from`) are the CLI's, and the underscored ones this module's.
 """
 from __future__ import annotations
 
@@ -43,6 +48,10 @@ if TYPE_CHECKING:
     from hloscope.sweeps.grid import Grid
     from hloscope.workloads.build import BuildSpec
 
+__all__ = ["build", "check", "compare", "flops", "from_jax", "inspect", "memory", "oom",
+           "oom_step", "policies", "profile", "remat", "report", "run_sweep", "snapshot",
+           "step_policies", "sweep", "sweep_request", "trace"]
+
 ModuleLike = Program | HloModule | str | Path
 Config: TypeAlias = "TransformerConfig | StepConfig"
 """A built-in model's config or a user step's (the kinds `spec.config_kind` describes)."""
@@ -52,7 +61,7 @@ StepFactory = Callable[..., Any]
 """A user's `make_step(remat[, layers]) -> (step_fn, args[, jit_kwargs])` (spec/step.py)."""
 
 
-def as_target(target: str | Target) -> Target:
+def _as_target(target: str | Target) -> Target:
     """`target` parsed (a UsageError naming the valid forms when it is none), once."""
     return target if isinstance(target, Target) else parse_target(target)
 
@@ -313,12 +322,12 @@ def build_spec(model: str | StepFactory = "tiny", policy: str = "none",
     from hloscope.spec.step import StepConfig
     from hloscope.workloads.build import BuildSpec
 
-    parsed = as_target(target)
+    parsed = _as_target(target)
     require_compiler(parsed.backend, f"a build for {parsed.spec}")
     source = step if step is not None else (None if isinstance(model, str) else model)
     if source is not None:
-        config = step_config(source, config, **overrides)
-        variant = step_variants(config, policy, parsed.spec)[0]
+        config = _step_config(source, config, **overrides)
+        variant = _step_variants(config, policy, parsed.spec)[0]
         model = config.factory
     else:
         assert isinstance(model, str)
@@ -483,12 +492,12 @@ def sweep_request(*, model: str | StepFactory = "tiny", policies: str | Sequence
                          "search")
     if not isinstance(policies, str):
         policies = ",".join(policies)
-    parsed = as_target(target)
+    parsed = _as_target(target)
     source = step if step is not None else (None if isinstance(model, str) else model)
     if source is not None:
-        config = step_config(source, config, **overrides)
+        config = _step_config(source, config, **overrides)
         model = config.factory
-        variants = step_variants(config, policies, parsed.spec)
+        variants = _step_variants(config, policies, parsed.spec)
     else:
         assert isinstance(model, str)
         config = config or preset_config(model, **overrides)
@@ -526,12 +535,12 @@ def policies(model: str = "tiny", target: TargetLike | None = None,
     config = config or preset_config(model, **overrides)
     if target is None:
         return named_tensors(model, config, "one device", 1, 1)
-    parsed = as_target(target)
+    parsed = _as_target(target)
     plan = plan_mesh(config, parsed.num_slices, parsed.devices_per_slice)
     return named_tensors(model, config, parsed.spec, plan.batch_ways, plan.ici_tensor)
 
 
-def step_variants(config: StepConfig, policies: str, target: str) -> list[Variant]:
+def _step_variants(config: StepConfig, policies: str, target: str) -> list[Variant]:
     """The variants of a user step; its per-tensor `names:` policies resolved against the names
     of the step traced for `target` (one child process, no compile; only when there are any),
     so that a name the step does not use is refused before anything compiles."""
@@ -555,14 +564,14 @@ def step_policies(step: str | StepFactory, target: TargetLike = "cpu",
     from hloscope.spec.step import StepTensorRow, StepTensors
     from hloscope.workloads.step_names import trace_step_names
 
-    spec = as_target(target).spec
-    config = step_config(step, config, **overrides)
+    spec = _as_target(target).spec
+    config = _step_config(step, config, **overrides)
     names = trace_step_names(config, spec)
     return StepTensors(config.factory, spec, tuple(
         StepTensorRow(n.name, n.shape, n.dtype, n.bytes, n.source) for n in names))
 
 
-def step_config(source: str | StepFactory, carrier: Any = None, **overrides: Any) -> StepConfig:
+def _step_config(source: str | StepFactory, carrier: Any = None, **overrides: Any) -> StepConfig:
     """The StepConfig of a factory (pickled) or a `FILE.py:function` / `module:function`
     reference (imported here once, to see whether it takes `layers`), with `overrides`
     (batch, seq_len, compute_dtype, tensor_parallel, dcn_data_parallel, ici_fsdp_parallel)
@@ -624,14 +633,14 @@ def report(*inputs: ModuleLike, output: str | Path | None = None, force: bool = 
 
         html = render_page(frontier_page(read_frontier(frontier).data, title))
     else:
-        loaded = report_inputs(list(inputs), module, capacity, lenient)
+        loaded = _report_inputs(list(inputs), module, capacity, lenient)
         html = render_page(report_page(loaded, title, top))
     if output is not None:
         write_file(output, html, force)
     return html
 
 
-def report_inputs(sources: list[Any], module: str | None = None,
+def _report_inputs(sources: list[Any], module: str | None = None,
                   capacity: int | None = None, lenient: bool = False) -> OverviewSet:
     """Every input of a report loaded and analysed: a sweep folder gives each variant's build
     (its sweep.json the verdict), anything else one program."""

@@ -94,7 +94,7 @@ def frontier_file(source: Any) -> Path | None:
     return found if found.is_file() else None
 
 
-def read_frontier(source: Path) -> FrontierRecord:
+def read_frontier(source: str | Path) -> FrontierRecord:
     """The frontier of a folder or of its frontier.json: InputError (exit 3) when it is missing
     or unreadable, ParseError (exit 4, with line and column) when it is not JSON, not a
     frontier or of another version."""
