@@ -104,14 +104,23 @@ def _outcome(error: BaseException) -> str:
     return f"crash:{type(error).__name__}: {' '.join(str(error).split())[:120]}"
 
 
+def _baseline(name: str, original: str, folder: Path) -> Path:
+    """The intact seed module's snapshot, made once per worker (outside the input's time cap:
+    the first one also imports the analyses, which a loaded machine may take seconds over)."""
+    import hloscope
+
+    baseline = folder / f"baseline-{name}.json"
+    if not baseline.exists():
+        hloscope.snapshot(hloscope.load(original), output=baseline, force=True)
+    return baseline
+
+
 def _run_input(seed: int, seeds: list[tuple[str, str]], folder: Path) -> dict[str, str]:
     """Outcome per command of input number `seed`; a failed load ends the input."""
     import hloscope
 
     name, original, kind, text = mutated_input(seed, seeds)
-    baseline = folder / f"baseline-{name}.json"
-    if not baseline.exists():
-        hloscope.snapshot(hloscope.load(original), output=baseline, force=True)
+    baseline = _baseline(name, original, folder)
     if kind == "baseline":
         mutated = folder / "garbled.json"
         mutated.write_text(garble_json(baseline.read_text(), random.Random(seed)))
@@ -147,6 +156,8 @@ def _worker(connection: Connection, time_cap: float, memory_cap: int) -> None:
             seed = connection.recv()
             if seed is None:
                 return
+            drawn = mutated_input(seed, seeds)
+            _baseline(drawn.module, drawn.original, Path(folder))
             signal.setitimer(signal.ITIMER_REAL, time_cap)
             try:
                 result = _run_input(seed, seeds, Path(folder))
