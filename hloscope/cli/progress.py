@@ -246,12 +246,11 @@ def _describe(outcome: TaskOutcome) -> str:
 
 def sweep_start_line(request: Any) -> str:
     """What a sweep (a `sweeps.core.SweepRequest`) will compile, how many at once, the estimate."""
-    from hloscope.spec.targets import parse_target
     from hloscope.sweeps.executors import LOCAL_SLOTS
     from hloscope.workloads.estimate import estimate_compiles
 
     cases = request.cases()
-    target = parse_target(request.target)
+    target = request.parsed_target
     local = request.executor.kind == "local"
     jobs = request.jobs or (LOCAL_SLOTS if local else None)
     at_once = f"{jobs} at a time" if jobs else "as many at once as the cluster has CPUs"
@@ -269,10 +268,9 @@ def sweep_start_line(request: Any) -> str:
 
 def build_start_line(spec: Any, cache_root: Any) -> str:
     """What `build` (a `workloads.build.BuildSpec`) will compile, and the estimate."""
-    from hloscope.spec.targets import parse_target
     from hloscope.workloads.estimate import estimate_compiles
 
-    target = parse_target(spec.target)
+    target = spec.parsed_target
     estimate = estimate_compiles([spec], cache_root, 1).describe()
     return (f"building {spec.model} / {spec.variant} for {target.spec} ({target.describe()}) "
             f"in a compile process; {estimate}")

@@ -12,6 +12,7 @@ into the sweep folder and `ranking.rank_variants` names the winner: the fastest 
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.policies import Variant
 from hloscope.spec.step import StepConfig
-from hloscope.spec.targets import parse_target
+from hloscope.spec.targets import Target, parse_target
 from hloscope.sweeps.executor_base import ExecutorSpec
 from hloscope.sweeps.executors import open_executor
 from hloscope.sweeps.faults import attempts_to_kill
@@ -86,10 +87,15 @@ class SweepRequest:
     measure: int = 0  # --measure K: the K fastest predicted variants run on a local device
     measure_steps: int = 3
 
+    @functools.cached_property
+    def parsed_target(self) -> Target:
+        """`target` (the canonical string, as sweep.json records it) parsed, once per request."""
+        return parse_target(self.target)
+
     @property
     def data_parallel(self) -> int:
         """Ways the batch is split (every device the tensor axis leaves, on any mesh)."""
-        return parse_target(self.target).num_devices // self.base.tensor_parallel
+        return self.parsed_target.num_devices // self.base.tensor_parallel
 
     @property
     def batch_step(self) -> int:
@@ -135,7 +141,7 @@ class SweepResult(DataFrames):
 
     def to_dict(self) -> dict[str, Any]:
         request = self.request
-        target = parse_target(request.target)
+        target = request.parsed_target
         grid = request.sweep_grid
         return {
             "model": request.model, "target": target.spec, "device": target.device.description,
@@ -185,7 +191,7 @@ def run_sweep_folder(request: SweepRequest, force: bool = False,
 
 
 def validate(request: SweepRequest) -> None:
-    target = parse_target(request.target)
+    target = request.parsed_target
     grid = request.sweep_grid
     if request.executor.kind == "local":  # Ray workers bring their own jax
         require_compiler(target.backend, f"a sweep for {target.spec}")
@@ -258,7 +264,7 @@ def run_sweep(request: SweepRequest, listener: SweepListener | None = None) -> S
     started = time.perf_counter()
     cases = request.cases()
     plans: dict[str, Plan] = {case.name: plan_for(request, case) for case in cases}
-    executor = open_executor(request.executor, parse_target(request.target).backend)
+    executor = open_executor(request.executor, request.parsed_target.backend)
     probe = _probe(request)
     try:
         scheduler = Scheduler(plans, TaskFactory(request, {c.name: c for c in cases}, probe,

@@ -18,7 +18,6 @@ from typing import Any
 
 from hloscope.errors import UsageError
 from hloscope.spec.step import StepConfig
-from hloscope.spec.targets import parse_target
 from hloscope.sweeps.core import SweepRequest, SweepResult
 from hloscope.sweeps.ranking import WINNER, Verdict
 from hloscope.sweeps.rows import VariantOutcome
@@ -56,7 +55,7 @@ class MeasuredStep:
 
 def measurable_platform(request: SweepRequest) -> str:
     """The local platform the target's programs run on; UsageError when they cannot run here."""
-    target = parse_target(request.target)
+    target = request.parsed_target
     if isinstance(request.base, StepConfig):
         raise UsageError("--measure runs the built-in model's variants; a --step sweep cannot "
                          "be measured yet (run `hloscope profile` on your step instead)")

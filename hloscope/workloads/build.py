@@ -13,6 +13,7 @@ non-empty folder unless told to (`--force`), so nothing is overwritten by accide
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import re
@@ -35,7 +36,7 @@ from hloscope.spec.config import TransformerConfig, param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.mesh import MeshPlan, plan_mesh
 from hloscope.spec.step import StepConfig
-from hloscope.spec.targets import parse_target
+from hloscope.spec.targets import Target, parse_target
 from hloscope.version import __version__
 from hloscope.workloads.compiler import package_versions
 from hloscope.workloads.fingerprint import file_fingerprint
@@ -69,13 +70,19 @@ class BuildSpec:
     compiler_options: dict[str, Any] = field(default_factory=dict)
     flags: CompileFlags = field(default_factory=CompileFlags)  # user and environment flags
 
+    @functools.cached_property
+    def parsed_target(self) -> Target:
+        """`target` parsed, once per spec (the field stays the canonical string: manifests,
+        cache keys and child processes carry it)."""
+        return parse_target(self.target)
+
     @property
     def backend(self) -> str:
-        return parse_target(self.target).backend
+        return self.parsed_target.backend
 
     def mesh(self) -> MeshPlan:
         """The train step's mesh on this target; UsageError when the config does not fit it."""
-        target = parse_target(self.target)
+        target = self.parsed_target
         return plan_mesh(self.config, target.num_slices, target.devices_per_slice)
 
     @property
@@ -95,7 +102,7 @@ class BuildSpec:
         """Everything the compiled program depends on (the cache key is its hash)."""
         sources = _STEP_SOURCES if self.is_step else _WORKLOAD_SOURCES
         return {"builder": self.builder, "config": self.config_record(),
-                "target": parse_target(self.target).spec,
+                "target": self.parsed_target.spec,
                 "compiler_options": self.compiler_options,
                 "flags": self.flags.to_dict(),
                 "versions": {**package_versions(self.backend), "hloscope": __version__,
@@ -152,7 +159,7 @@ def write_build(spec: BuildSpec, result: CompileResult, folder: Path) -> BuildFo
 def _manifest(spec: BuildSpec, result: CompileResult, hlo: Path | None) -> dict[str, Any]:
     compiled = result.to_dict()
     compiled.pop("dump_dir", None)
-    target = parse_target(spec.target)
+    target = spec.parsed_target
     return {
         "hloscope_version": __version__,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
