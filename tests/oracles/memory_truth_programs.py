@@ -35,7 +35,7 @@ def programs():
     def spec(shape, dtype):
         return jax.ShapeDtypeStruct(shape, dtype)
 
-    def mlp_sgd(dtype, width=512, depth=3, rows=256):
+    def mlp_sgd(dtype, width=1024, depth=3, rows=256):
         def loss(params, batch):
             h = batch["x"]
             for w in params:

@@ -2,8 +2,8 @@
 
 On every committed CPU and GPU fixture the estimate, made from the after-optimizations text
 alone, is within 2% of the allocation JAX's `memory_analysis()` reported for the compile
-(arguments + temporaries + outputs - aliased, in meta.json); measured: CPU -1.37% (the scanned
-step), 0 and +0.03%, GPU -0.007% and +0.63%. Its parts are XLA's: the argument, output and
+(arguments + temporaries + outputs - aliased, in meta.json); measured: CPU -0.002% (the scanned
+step), 0 and 0, GPU -0.006% and +0.63%. Its parts are XLA's: the argument, output and
 aliased bytes equal the buffer assignment's to the byte. The generated CPU programs are checked
 in test_memory_programs.py; TPU ones in test_heap_tpu.py. On the TPU fixtures the estimate
 equals libtpu's buffer assignment (HBM) to the byte, thread-local scalars aside.

@@ -15,8 +15,9 @@ the buffer of an operand value instead of getting one of its own, if
   whose parameter for the operand reaches the fused root through elementwise ops and tuples
   only, or an output fusion whose root adds a dot or convolution to that parameter, or a
   `while` / `conditional`, or a dynamic-update-slice / scatter / set-dimension-size on its
-  operand 0 (triangular-solve: 1), or an op that is elementwise on that operand. (XLA's rules
-  for sort and call users are not modelled: they never share here.)
+  operand 0 (triangular-solve: 1), or a sort that is the operand's only user (with several
+  operands: output i from operand i), or a call whose callee root is elementwise on the value
+  (its only other use), or an op that is elementwise on that operand.
 
 Shared values sit at one offset of one allocation in XLA's `*-buffer-assignment.txt`, so at the
 moment they meet they are one buffer, not two. The backends' extra hints (AliasInfo::MayAlias,
@@ -60,7 +61,7 @@ def shared_buffers(program: FlatProgram, values: list[Value], ranges: dict[int, 
     pinned = _pinned_buffers(program, values, buffers)
     alone = {v.id for v in values if sizes[buffers.find(v.id)] == 1
              and buffers.find(v.id) not in pinned and v.id not in outside_heap}
-    rules = ShareRules(program.module)
+    rules = ShareRules(program.module, program.users)
     freed: set[int] = set()
     shares: list[Share] = []
     ordered = sorted((v for v in values if v.id in ranges), key=lambda v: (*ranges[v.id], v.id))
@@ -140,8 +141,10 @@ def end_position(program: FlatProgram, value: Value) -> tuple[Instruction, Index
 class ShareRules:
     """CanShareOperandBufferWithUser for one module, fused computations looked up once."""
 
-    def __init__(self, module: HloModule) -> None:
+    def __init__(self, module: HloModule,
+                 users: dict[Instruction, list[tuple[Instruction, int]]] | None = None) -> None:
         self.module = module
+        self.users = users or {}
         self.in_place = InPlaceRules(module)
         self._users: dict[str, dict[str, list[Instruction]]] = {}
 
@@ -159,7 +162,33 @@ class ShareRules:
         if self._must_alias(operand_value, user, user_index):
             return True
         number = next(i for i, o in enumerate(operands) if o is operand)
+        if user.opcode == "sort":
+            return self._sort_shares(user, operand, user_index, operands)
+        if user.opcode == "call":
+            return self._call_shares(user, operand_value)
         return self._may_share(user, number, operand, user_index, operands)
+
+    def _sort_shares(self, user: Instruction, operand: Instruction, user_index: Index,
+                     operands: list[Instruction]) -> bool:
+        """A sort may write over an operand it alone reads: its only output, or the tuple
+        element of the operand's position."""
+        if len({id(u) for u, _ in self.users.get(operand, ())}) != 1:
+            return False
+        if len(operands) == 1:
+            return True
+        found = [i for i, o in enumerate(operands) if o is operand]
+        return len(found) == 1 and bool(user_index) and user_index[0] == found[0]
+
+    def _call_shares(self, user: Instruction, operand_value: Value) -> bool:
+        """A call may write over a value used twice: by the call, and by its callee's root,
+        elementwise (the root's buffer is the call's)."""
+        callee = user.called_computation("to_apply")
+        if callee is None or len(operand_value.uses) != 2:
+            return False
+        root = self.module.computation(callee.lstrip("%")).root
+        return any(u is user for u, _, _ in operand_value.uses) and any(
+            u is root and self._elementwise_on(root, number)
+            for u, number, _ in operand_value.uses)
 
     def _must_alias(self, operand_value: Value, user: Instruction, user_index: Index) -> bool:
         uses = {(number, index) for u, number, index in operand_value.uses if u is user}
@@ -180,8 +209,6 @@ class ShareRules:
         if opcode in _IN_PLACE_ON_FIRST:
             found = [i for i, o in enumerate(operands) if o is operand]
             return found == [_IN_PLACE_ON_FIRST[opcode]]
-        if opcode in ("sort", "call"):
-            return False  # XLA's rules for these (operand's users, callee root) not modelled
         return self._elementwise_on(user, number)
 
     # --- elementwise ------------------------------------------------------------------------
