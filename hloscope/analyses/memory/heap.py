@@ -29,10 +29,12 @@ buffer color is the layout's `S(n)`):
 
 Per backend: sizes are unpadded (ShapeUtil::ByteSizeOf, a tuple its pointer table) on CPU and
 GPU, tiled (`padded_bytes`) and rounded up to 512 bytes on TPU; the heap's alignment is the one
-the dumps' offsets show (`ALIGNMENT`). On TPU the HBM heap is counted as libtpu's
-memory_analysis() counts it (`tpu_hbm_temp_size`: arrays packed at 16 KiB, a fixed cost per tuple
-table, and the HBM buffers it counts twice on scans; measured, docs/memory.md). The estimate
-ignores XLA:GPU's may-alias fusion hints.
+the dumps' offsets show (`ALIGNMENT`). On TPU the HBM heap is the one libtpu's buffer
+assignment holds (`tpu_hbm_temp_size`: arrays packed at 16 KiB, a 16 KiB slot per tuple table),
+so that the HBM total (`SpaceAllocationEstimate.total_bytes`) estimates the figure libtpu
+compares with the usable HBM; memory_analysis() counts temporaries of its own and is not
+estimated (docs/memory.md, "TPU: the figure libtpu compares"). The estimate ignores XLA:GPU's
+may-alias fusion hints.
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from hloscope.analyses.memory.liveness import Liveness, placed
-from hloscope.analyses.memory.liveness.program import control_flow_callees, fused_computation
+from hloscope.analyses.memory.liveness.program import control_flow_callees
 from hloscope.analyses.memory.liveness.sharing import ShareRules, can_take_operand
 from hloscope.analyses.memory.liveness.values import Value
 from hloscope.model.instruction import Instruction
@@ -66,28 +68,19 @@ TPU_GRANULARITY = 512
 # libtpu's tuple index tables hold 4 bytes per element: memory_analysis()'s output bytes count
 # the entry's 113-element result tuple as 512 bytes (the TPU fixtures) and a 200-element one as
 # 1024 (tests/oracles/tpu_memory_programs.py, many_outputs).
+# Checked: tests/analyses/memory/test_heap.py (TPU fixtures' outputs), test_heap_tpu.py.
 TPU_TUPLE_ELEMENT_BYTES = 4
-# libtpu's HBM heap (color 0) as memory_analysis() counts it, measured on the TPU fixtures and
-# the generated TPU programs: every offset in its buffer assignment is a multiple of 16 KiB;
-# each tuple-shaped value holds a 16 KiB slot of its own for the whole program (no two share an
-# offset) and memory_analysis()'s temporaries count 32,256 bytes (2 x 16 KiB - 512) per such
-# value on top of the packed arrays; with no array in the HBM heap but predicates (a forward-only
-# while loop's condition, two programs measured) they are 0.
+# libtpu's HBM heap (color 0, the buffer assignment's preallocated-temp allocation): every offset
+# in it is a multiple of 16 KiB, and each tuple-shaped value (an async copy's context, a
+# multi-output fusion's table) holds a 16 KiB slot of its own for the whole program (no two share
+# an offset); the heap ends at the last slot's 512-byte table. Source: the buffer assignments
+# of the TPU fixtures (v5e) and of benchmarks/tpu_families.py (v4, v5p, v6e, v5e 2x2 and 4x4;
+# MoE, GQA, encoder, conv net, tied vocabulary, 2-D tensor parallelism, FSDP, scans, offload,
+# decode, Adam). Checked:
+# tests/analyses/memory/test_heap.py (fixtures), tests/analyses/oom/test_tpu_fit.py and
+# benchmarks/results/tpu_families.txt (the HBM total within 2% of the buffer assignment's).
 TPU_HBM_ALIGNMENT = 16384
-TPU_HBM_BYTES_PER_TUPLE = 32256
-# memory_analysis()'s HBM temporaries also count twice an HBM heap buffer that is (a) a while
-# loop's carry rewritten in the body by a fusion holding a convolution (a scan's gradient
-# accumulator: a matmul fused with its dynamic-update-slice, or the input gradient), or (b) the
-# HBM end of an asynchronous copy of a while loop's result out of VMEM (an eviction: `copy-start`
-# of an S(1) get-tuple-element of a while; evictions of other values, as in the attention
-# program, are counted once), or (c) an HBM value prefetched into VMEM (`copy-start` to S(1))
-# for a while loop's initial carry (its copy-done in the while's operand tuple) or inside a
-# loop body, and in a body the HBM value that prefetched value is made from (a scan at width
-# 2048 prefetches its input gradient; one of 8192 rows evicts its bf16 weights in the backward
-# body and prefetches each layer's slice of them; prefetches outside loops, as in the attention
-# program, are counted once). Measured on deviceless v5e scans (docs/memory.md, "The estimated
-# allocation"): the extra above the rule is the sum of these buffers' sizes, to 64 KiB, on all
-# the generated ones; larger scans still differ (docs/memory.md, Limits).
+TPU_HBM_TUPLE_SLOT = 16384
 
 
 def _tpu_size(value: Value) -> int:
@@ -117,9 +110,16 @@ class SpaceAllocationEstimate:
         """arguments + temporaries + outputs - aliased (constants not counted)."""
         return self.argument_bytes + self.temp_bytes + self.output_bytes - self.alias_bytes
 
+    @property
+    def total_bytes(self) -> int:
+        """Every allocation of the space, constants included: on TPU HBM the figure libtpu
+        compares with the usable HBM (its RESOURCE_EXHAUSTED message's)."""
+        return self.allocation_bytes + self.constant_bytes
+
     def to_dict(self) -> dict:
         data = asdict(self)
         data["allocation_bytes"] = self.allocation_bytes
+        data["total_bytes"] = self.total_bytes
         return data
 
 
@@ -479,84 +479,17 @@ def heap_size(liveness: Liveness, values: list[Value], buffer_of: dict, alignmen
 
 
 def tpu_hbm_temp_size(liveness: Liveness, values: list[Value], buffer_of: dict) -> int:
-    """memory_analysis()'s HBM temporaries on TPU: the arrays packed as XLA's heap simulator
-    does at 16 KiB alignment, plus a fixed cost per tuple-shaped buffer (see the constants)."""
+    """The HBM temporaries of libtpu's buffer assignment: the arrays packed as XLA's heap
+    simulator does at 16 KiB alignment, then one 16 KiB slot per tuple-shaped buffer above them,
+    the last one ending at its 512 bytes (the heap ends where its last value does)."""
     def is_table(value: Value) -> bool:
         return any(v.shape.is_tuple for v in buffer_of[value.id].values)
     arrays = [v for v in values if not is_table(v)]
-    if all(v.shape.element_type == "pred" for v in arrays):
-        return 0
     tuples = {id(buffer_of[v.id]) for v in values if is_table(v)}
     packed = heap_size(liveness, arrays, buffer_of, TPU_HBM_ALIGNMENT, _tpu_size)
-    bodies = {(i.called_computation("body") or "").lstrip("%")
-              for i in liveness.program.sequence if i.opcode == "while"}
-    doubled = {id(buffer_of[v.id]): buffer_of[v.id].size
-               for v in arrays if _tpu_counted_twice(liveness, v, bodies)}
-    return packed + TPU_HBM_BYTES_PER_TUPLE * len(tuples) + sum(doubled.values())
-
-
-def _tpu_counted_twice(liveness: Liveness, value: Value, bodies: set[str]) -> bool:
-    """An HBM heap value memory_analysis() counts twice (see the note at TPU_HBM_ALIGNMENT)."""
-    program = liveness.program
-    instruction = value.instruction
-    if instruction.opcode == "copy-start":
-        source = list(program.operands.get(instruction, ()))
-        if (value.index == (0,) and bool(source) and source[0].shape.memory_space == 1
-                and source[0].opcode == "get-tuple-element"
-                and any(o.opcode == "while" for o in program.operands.get(source[0], ()))):
-            return True
-    if any(_feeds_loop_prefetch(program, user, bodies) for user, _, index in value.uses
-           if not index):
-        return True
-    if instruction.opcode != "fusion" or value.index:
-        return False
-    if not any(user.opcode == "tuple" and user.is_root
-               and program.computation_of[user].name.lstrip("%") in bodies
-               for user, _ in program.users.get(instruction, ())):
-        return False
-    called = fused_computation(instruction)
-    return called is not None and _has_convolution(program.module, called)
-
-
-def _feeds_loop_prefetch(program, user: Instruction, bodies: set[str]) -> bool:
-    """(c): `user` prefetches the value into VMEM for a loop, or, in a loop body, makes from it
-    a value that such a prefetch copies."""
-    if _prefetches_into_loop(program, user, bodies):
-        return True
-    return _in(program, user, bodies) and any(
-        _prefetches_into_loop(program, u, bodies) for u, _ in program.users.get(user, ()))
-
-
-def _prefetches_into_loop(program, user: Instruction, bodies: set[str]) -> bool:
-    """`user` copies an HBM value into VMEM inside a loop body, or for a while loop's initial
-    carry (its copy-done feeds the while's operand tuple)."""
-    if user.opcode != "copy-start" or not user.shape.is_tuple \
-            or user.shape.tuple_shapes[0].memory_space != 1:
-        return False
-    if _in(program, user, bodies):
-        return True
-    done = [d for d, _ in program.users.get(user, ()) if d.opcode == "copy-done"]
-    for d in done:
-        for consumer, _ in program.users.get(d, ()):
-            if consumer.opcode == "while" or (consumer.opcode == "tuple" and any(
-                    w.opcode == "while" for w, _ in program.users.get(consumer, ()))):
-                return True
-    return False
-
-
-def _in(program, instruction: Instruction, bodies: set[str]) -> bool:
-    return program.computation_of[instruction].name.lstrip("%") in bodies
-
-
-def _has_convolution(module, name: str, seen: frozenset[str] = frozenset()) -> bool:
-    """A convolution (XLA:TPU's form of a dot) in computation `name` or a fusion it calls."""
-    for instruction in module.computation(name).instructions:
-        if instruction.opcode == "convolution":
-            return True
-        nested = fused_computation(instruction) if instruction.opcode == "fusion" else None
-        if nested and nested not in seen and _has_convolution(module, nested, seen | {name}):
-            return True
-    return False
+    if not tuples:
+        return packed
+    return packed + TPU_HBM_TUPLE_SLOT * (len(tuples) - 1) + TPU_GRANULARITY
 
 
 def _replay(liveness: Liveness, values: list[Value], buffer_of: dict) -> list[_Interval]:
