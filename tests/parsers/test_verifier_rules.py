@@ -89,3 +89,56 @@ def test_while_runs_computations_of_its_thread() -> None:
     with pytest.raises(ParseError, match="calls body of thread host") as caught:
         hloscope.load(_THREADS.replace("{body}", "host"))
     assert caught.value.location.line == 15
+
+
+def _entry(body: str) -> str:
+    return f"HloModule m\n\nENTRY %e {{\n{body}\n}}\n"
+
+
+_RNG = "  %a = f32[] constant(0)\n  %b = {b}\n  ROOT %r = {result} rng(%a, %b), distribution={d}"
+_SELECT = ("  %k = pred[4] parameter(0)\n  %x = f32[4] parameter(1)\n  %y = {y} parameter(2)\n"
+           "  ROOT %r = f32[4] select(%k, %x, %y)")
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (_RNG.format(b="f16[2] constant({1, 3})", result="f32[10]", d="rng_uniform"),
+     "rng's operands must be scalars"),
+    (_RNG.format(b="f16[] constant(1)", result="f32[10]", d="rng_normal"),
+     "mixed precision is not allowed"),
+    (_RNG.format(b="f32[] constant(1)", result="f16[10]", d="rng_normal"),
+     "mixed precision is not allowed"),
+    (_RNG.replace("f32[] constant(0)", "s32[] constant(0)").format(
+        b="s32[] constant(1)", result="s32[10]", d="rng_normal"),
+     "rng_normal needs a floating point element type"),
+    (_SELECT.format(y="bf16[4]"), "mixed precision is not allowed"),
+])
+def test_rng_and_select_refused(body: str, message: str) -> None:
+    with pytest.raises(ParseError, match=message) as caught:
+        hloscope.load(_entry(body))
+    assert caught.value.location.line == body.count("\n") + 4
+
+
+def test_rng_and_select_valid_forms_load() -> None:
+    hloscope.load(_entry(_RNG.format(b="f32[] constant(1)", result="f32[10]", d="rng_normal")))
+    hloscope.load(_entry(_RNG.replace("f32[] constant(0)", "s32[] constant(0)").format(
+        b="s32[] constant(1)", result="s32[10]", d="rng_uniform")))
+    hloscope.load(_entry(_SELECT.format(y="f32[4]")))
+
+
+def test_select_of_tuples_refused() -> None:
+    body = ("  %x = (f32[], f32[]) parameter(0)\n  %y = (f32[], f32[]) parameter(1)\n"
+            "  %k = pred[] parameter(2)\n  ROOT %r = (f32[], f32[]) select(%k, %x, %y)")
+    with pytest.raises(ParseError, match="expected array arguments for select"):
+        hloscope.load(_entry(body))
+
+
+def test_async_start_operands_at_index_0() -> None:
+    text = ("HloModule m\n\n%w (a: f32[2,3], b: f32[3,2]) -> f32[3,2] {\n"
+            "  %a = f32[2,3] parameter(0)\n  ROOT %b = f32[3,2] parameter(1)\n}\n\n"
+            "ENTRY %e {\n  %p = f32[2,3] parameter(0)\n  %q = f32[3,2] parameter(1)\n"
+            "  %s = (({held}), f32[3,2], u32[]) async-start(%p, %q), calls=%w\n"
+            "  ROOT %d = f32[3,2] async-done(%s)\n}}\n")
+    hloscope.load(text.replace("{held}", "f32[2,3], f32[3,2]").replace("}}", "}"))
+    with pytest.raises(ParseError, match=r"async shape at index \{0\}") as caught:
+        hloscope.load(text.replace("{held}", "f32[3,2], f32[3,2]").replace("}}", "}"))
+    assert caught.value.location.line == 11

@@ -2,8 +2,10 @@
 ShapeVerifier): a compare's `type=` fits its operands' element type (FLOAT or TOTALORDER for
 floating point, SIGNED for signed integers, UNSIGNED for unsigned integers and pred); an iota is
 an array of rank 1 or more, not pred, whose `iota_dimension` is one of its dimensions; a
-collective-permute of one operand names each source and each target once; a fusion, while or
-conditional runs computations of its own computation's execution thread.
+collective-permute of one operand names each source and each target once; an rng takes two
+scalars of its result's element type (a floating one for rng_normal); a select chooses between
+arrays of its result's element type; an async-start's shape at {0} holds its operands' shapes; a
+fusion, while or conditional runs computations of its own computation's execution thread.
 Each failure is a ParseError (exit 4) at the instruction.
 """
 from __future__ import annotations
@@ -88,6 +90,49 @@ def _check_compare(instruction: Instruction, defined: _Defined) -> None:
               instruction.operands_end + match.start(1))
 
 
+def _check_rng(instruction: Instruction, defined: _Defined) -> None:
+    element_type, at = instruction.shape.element_type, instruction.operands_start
+    for name in instruction.operands:
+        operand = defined.get(name)
+        if operand is None:
+            continue
+        shape = operand.shape
+        if shape.is_tuple or shape.dimensions:
+            _fail(instruction, f"rng's operands must be scalars, not {shape}", at)
+        if shape.element_type != element_type:
+            _fail(instruction, f"rng's operand {name} is {shape.element_type}, its result "
+                               f"{element_type}: mixed precision is not allowed", at)
+    if "rng_normal" in instruction.text and not element_type.startswith(_FLOATING):
+        _fail(instruction, f"rng_normal needs a floating point element type, not {element_type}",
+              at)
+
+
+def _check_select(instruction: Instruction, defined: _Defined) -> None:
+    element_type, at = instruction.shape.element_type, instruction.operands_start
+    for name in instruction.operands[1:]:
+        operand = defined.get(name)
+        if operand is None:
+            continue
+        if not operand.shape.is_array:
+            _fail(instruction, f"expected array arguments for select, not {operand.shape}", at)
+        if operand.shape.element_type != element_type:
+            _fail(instruction, f"select's operand {name} is {operand.shape.element_type}, its "
+                               f"result {element_type}: mixed precision is not allowed", at)
+
+
+def _check_async_operands(instruction: Instruction, defined: _Defined) -> None:
+    shape = instruction.shape
+    if not (shape.is_tuple and shape.tuple_shapes and shape.tuple_shapes[0].is_tuple):
+        return  # opcode_rules.py refuses it
+    held = shape.tuple_shapes[0].tuple_shapes
+    operands = [defined[name].shape for name in instruction.operands if name in defined]
+    if len(held) != len(operands) or any(a.without_layout() != b.without_layout()
+                                         for a, b in zip(held, operands, strict=True)):
+        _fail(instruction, f"async-start expects the async shape at index {{0}}, "
+                           f"{shape.tuple_shapes[0]}, to hold its operands' shapes",
+              instruction.operands_start)
+
+
 def _check_iota(instruction: Instruction, defined: _Defined) -> None:
     shape = instruction.shape
     at = instruction.operands_start
@@ -105,6 +150,7 @@ def _check_iota(instruction: Instruction, defined: _Defined) -> None:
 
 
 _RULES: dict[str, Callable[[Instruction, _Defined], None]] = {
-    "compare": _check_compare, "iota": _check_iota,
+    "compare": _check_compare, "iota": _check_iota, "rng": _check_rng, "select": _check_select,
+    "async-start": _check_async_operands,
     "collective-permute": _check_permute_pairs, "collective-permute-start": _check_permute_pairs,
 }
