@@ -142,3 +142,56 @@ def test_async_start_operands_at_index_0() -> None:
     with pytest.raises(ParseError, match=r"async shape at index \{0\}") as caught:
         hloscope.load(text.replace("{held}", "f32[3,2], f32[3,2]").replace("}}", "}"))
     assert caught.value.location.line == 11
+
+
+_COMPOSITE = """HloModule m
+
+%add_n (x: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %c = f32[] constant(2)
+  ROOT %z = f32[] add(%x, %c)
+}
+
+ENTRY %e {
+  %k = f32[] constant(42)
+  ROOT %r = f32[] call(%k), is_composite=true, to_apply=%add_n{attributes}
+}
+"""
+_FRONTEND = (", frontend_attributes={composite.attributes={n = 1 : i32},"
+             "composite.name=\"foo.bar\",composite.version=\"1\"}")
+
+
+def test_composite_call_attributes() -> None:
+    hloscope.load(_COMPOSITE.replace("{attributes}", _FRONTEND))
+    for attributes, message in (
+            ("", "must have frontend attributes"),
+            (_FRONTEND.replace('composite.name="foo.bar",', ""), "composite.name"),
+            (_FRONTEND.replace('version="1"', 'version="-1"'), "non-negative integer")):
+        with pytest.raises(ParseError, match=message) as caught:
+            hloscope.load(_COMPOSITE.replace("{attributes}", attributes))
+        assert caught.value.location.line == 11
+
+
+_ADD = ("HloModule m\n\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+        "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n\n")
+
+
+def _collective(root: str) -> str:
+    return f"{_ADD}ENTRY %e {{\n  %p = f32[8] parameter(0)\n  ROOT %r = {root}\n}}\n"
+
+
+def test_reduce_scatter_and_global_ids() -> None:
+    hloscope.load(_collective("f32[4] reduce-scatter(%p), replica_groups={{0,1}}, "
+                              "dimensions={0}, to_apply=%add"))
+    for root, message in (
+            ("f32[8] reduce-scatter(%p), replica_groups={{0,1}}, dimensions={0}, to_apply=%add",
+             "1 shard"),
+            ("f32[4] reduce-scatter(%p), replica_groups={{0,1}}, dimensions={1}, to_apply=%add",
+             "scatter dimension 1 is not a dimension"),
+            ("f32[4] reduce-scatter(%p), replica_groups={{0,1},{2,3,4}}, dimensions={0}, "
+             "to_apply=%add", "uniform size"),
+            ("f32[8] all-reduce(%p), replica_groups={}, channel_id=1, use_global_device_ids=true, "
+             "to_apply=%add", "replica groups must be specified")):
+        with pytest.raises(ParseError, match=message) as caught:
+            hloscope.load(_collective(root))
+        assert caught.value.location.line == 11

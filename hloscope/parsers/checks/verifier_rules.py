@@ -5,7 +5,11 @@ an array of rank 1 or more, not pred, whose `iota_dimension` is one of its dimen
 collective-permute of one operand names each source and each target once; an rng takes two
 scalars of its result's element type (a floating one for rng_normal); a select chooses between
 arrays of its result's element type; an async-start's shape at {0} holds its operands' shapes; a
-fusion, while or conditional runs computations of its own computation's execution thread.
+composite call has a `composite.name`, a non-empty `composite.attributes` and a non-negative
+`composite.version` where given; a reduce-scatter scatters along one of its operand's dimensions,
+over replica groups of one size that divide it into its result; `use_global_device_ids=true`
+comes with replica groups; a fusion, while or conditional runs computations of its own
+computation's execution thread.
 Each failure is a ParseError (exit 4) at the instruction.
 """
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Callable
 
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
+from hloscope.model.replica_groups import parse_replica_groups
 
 _Defined = dict[str, Instruction]
 _COMPARE_TYPE = re.compile(r"\btype=\s*([A-Za-z]+)")
@@ -133,6 +138,71 @@ def _check_async_operands(instruction: Instruction, defined: _Defined) -> None:
               instruction.operands_start)
 
 
+def _check_composite(instruction: Instruction, defined: _Defined) -> None:
+    if "is_composite" not in instruction.text:
+        return
+    if instruction.raw_attribute("is_composite") != "true":
+        return
+    attributes = instruction.frontend_attributes
+    at = instruction.operands_end
+    if not attributes:
+        _fail(instruction, "a composite call op must have frontend attributes", at)
+    if not attributes.get("composite.name"):
+        _fail(instruction, "a composite call op must have frontend attributes with key "
+                           "composite.name whose value is non-empty", at)
+    if attributes.get("composite.attributes", "{}") == "":
+        _fail(instruction, "a composite call op must have frontend attributes with key "
+                           "composite.attributes whose value is default: {} or non-empty", at)
+    version = attributes.get("composite.version", "0").strip('"')
+    if not version.isdigit():
+        _fail(instruction, "a composite call op must have frontend attributes with a "
+                           f"composite.version whose value is a non-negative integer, not "
+                           f"{version}", at)
+
+
+def _groups(instruction: Instruction) -> tuple[tuple[int, ...], ...] | None:
+    """The replica groups, () for `{}` or none given, None where they cannot be read (the
+    attribute's own checks say why)."""
+    value = instruction.raw_attribute("replica_groups")
+    try:
+        return tuple(tuple(g) for g in parse_replica_groups(value)) if value else ()
+    except Exception:  # noqa: BLE001  (a malformed value is not this rule's to refuse)
+        return None
+
+
+def _check_global_ids_groups(instruction: Instruction, defined: _Defined) -> None:
+    if "use_global_device_ids" not in instruction.text:
+        return
+    if instruction.raw_attribute("use_global_device_ids") == "true" and _groups(instruction) == ():
+        _fail(instruction, "replica groups must be specified in flattened-id mode "
+                           "(use_global_device_ids=true)", instruction.operands_end)
+
+
+def _check_reduce_scatter(instruction: Instruction, defined: _Defined) -> None:
+    _check_global_ids_groups(instruction, defined)
+    operands = instruction.operands
+    dimensions = instruction.dimensions
+    if len(operands) != 1 or operands[0] not in defined or not dimensions:
+        return
+    operand, result, at = defined[operands[0]].shape, instruction.shape, instruction.operands_end
+    dimension = dimensions[0]
+    if operand.is_tuple or result.is_tuple or len(result.dimensions) != len(operand.dimensions):
+        return
+    if not 0 <= dimension < len(operand.dimensions):
+        _fail(instruction, f"scatter dimension {dimension} is not a dimension of {operand}", at)
+    groups = _groups(instruction)
+    if not groups:
+        return
+    sizes = {len(group) for group in groups}
+    if len(sizes) > 1:
+        _fail(instruction, "replica groups expected to be of uniform size", at)
+    size, output = sizes.pop(), result.dimensions[dimension]
+    shards = -(-operand.dimensions[dimension] // output) if output else 0
+    if size != 1 and shards != size:
+        _fail(instruction, f"{operand} scattered along dimension {dimension} into {result} is "
+                           f"{shards} shard(s), but the replica groups have {size} members", at)
+
+
 def _check_iota(instruction: Instruction, defined: _Defined) -> None:
     shape = instruction.shape
     at = instruction.operands_start
@@ -151,6 +221,9 @@ def _check_iota(instruction: Instruction, defined: _Defined) -> None:
 
 _RULES: dict[str, Callable[[Instruction, _Defined], None]] = {
     "compare": _check_compare, "iota": _check_iota, "rng": _check_rng, "select": _check_select,
-    "async-start": _check_async_operands,
+    "async-start": _check_async_operands, "call": _check_composite,
+    "reduce-scatter": _check_reduce_scatter, "all-reduce": _check_global_ids_groups,
+    "all-reduce-start": _check_global_ids_groups, "all-gather": _check_global_ids_groups,
+    "all-gather-start": _check_global_ids_groups,
     "collective-permute": _check_permute_pairs, "collective-permute-start": _check_permute_pairs,
 }
