@@ -27,6 +27,7 @@ from hloscope.errors import InputError, UsageError
 from hloscope.loader.hlo_input import load_input
 from hloscope.loader.program import Program, as_program, load_program
 from hloscope.model.module import HloModule
+from hloscope.spec.any_config import AnyConfig
 from hloscope.spec.targets import Target, parse_target
 
 if TYPE_CHECKING:
@@ -53,8 +54,6 @@ __all__ = ["build", "check", "compare", "flops", "from_jax", "inspect", "memory"
            "step_policies", "sweep", "sweep_request", "trace"]
 
 ModuleLike = Program | HloModule | str | Path
-Config: TypeAlias = "TransformerConfig | StepConfig"
-"""A built-in model's config or a user step's (the kinds `spec.config_kind` describes)."""
 TargetLike: TypeAlias = "str | Target"
 """A `Target`, or its string (`tpu:v6e-128:slices=4`), parsed once where the API is entered."""
 StepFactory = Callable[..., Any]
@@ -278,7 +277,7 @@ def trace(source: str | Path, hlo: str | Path | None = None, module: str | None 
 
 
 def build(output: str | Path, model: str | StepFactory = "tiny", policy: str = "none",
-          target: TargetLike = "cpu", config: Config | None = None,
+          target: TargetLike = "cpu", config: AnyConfig | None = None,
           force: bool = False, cache: str | Path | None = None, timeout: float = 3600.0,
           xla_flags: Sequence[str] = (), step: str | None = None,
           **overrides: Any) -> BuildSummary:
@@ -312,7 +311,7 @@ def build_from(spec: BuildSpec, output: str | Path, force: bool = False,
 
 
 def build_spec(model: str | StepFactory = "tiny", policy: str = "none",
-               target: TargetLike = "cpu", config: Config | None = None,
+               target: TargetLike = "cpu", config: AnyConfig | None = None,
                xla_flags: Sequence[str] = (), step: str | None = None,
                **overrides: Any) -> BuildSpec:
     """What `build` compiles, checked (the variant, the target, the mesh, jax installed)."""
@@ -369,7 +368,7 @@ def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps
 
 def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "all",
           target: TargetLike = "cpu", output: str | Path | None = None, *,
-          config: Config | None = None, grid: Grid | None = None,
+          config: AnyConfig | None = None, grid: Grid | None = None,
           search: str | None = None, search_batch: bool = False, max_batch: int = 1 << 16,
           search_window: int | None = None, max_probes: int | None = None,
           capacity: int | None = None, names: str | Sequence[str] | None = None,
@@ -452,7 +451,7 @@ def _default_cache() -> Path:
 
 def sweep_request(*, model: str | StepFactory = "tiny", policies: str | Sequence[str] = "all",
                   target: TargetLike = "cpu", output: str | Path | None = None,
-                  config: Config | None = None, grid: Grid | None = None,
+                  config: AnyConfig | None = None, grid: Grid | None = None,
                   search: str | None = None, search_batch: bool = False,
                   max_batch: int = 1 << 16, search_window: int | None = None,
                   max_probes: int | None = None, capacity: int | None = None,

@@ -17,9 +17,9 @@ from hloscope.cli.workload_options import (
 )
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.reports.sweep import build_report
-from hloscope.spec.config import TransformerConfig
+from hloscope.spec.any_config import AnyConfig
 from hloscope.spec.policies import POLICY_HELP
-from hloscope.spec.step import STEP_POLICY_HELP, StepConfig
+from hloscope.spec.step import STEP_POLICY_HELP
 from hloscope.spec.targets import Target
 from hloscope.units import format_duration
 
@@ -39,7 +39,7 @@ from hloscope.units import format_duration
               help="Seconds before the compile is abandoned.")
 @format_option
 @progress_options
-def command(model: str | None, step: str | None, config: TransformerConfig | StepConfig,
+def command(model: str | None, step: str | None, config: AnyConfig,
             policy: str, target: Target,
             xla_flags: tuple[str, ...], folder: Path, force: bool, cache_root: Path | None,
             timeout: float, fmt: str, progress: ProgressSettings) -> int:

@@ -9,6 +9,7 @@ from hloscope.api import policies, step_policies
 from hloscope.cli.common import emit, output_options
 from hloscope.cli.workload_options import step_model_options
 from hloscope.reports.policies import policies_report, step_policies_report
+from hloscope.spec.any_config import AnyConfig
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.step import StepConfig
 from hloscope.spec.targets import EXAMPLES, parse_target
@@ -22,7 +23,7 @@ from hloscope.spec.targets import EXAMPLES, parse_target
 @click.option("--num-slices", type=click.IntRange(min=1), default=None, metavar="N",
               help="TPU multislice: N slices of the topology.")
 @output_options
-def command(model: str | None, step: str | None, config: TransformerConfig | StepConfig,
+def command(model: str | None, step: str | None, config: AnyConfig,
             target: str | None, num_slices: int | None, fmt: str, output: Path | None,
             force: bool) -> None:
     """List the named tensors of the model's block -- what `names:NAME=device|offload|remat`

@@ -25,9 +25,9 @@ from hloscope.cli.workload_options import (
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.formats.sweep import SWEEP_FILE
 from hloscope.reports.sweep import sweep_report
-from hloscope.spec.config import TransformerConfig
+from hloscope.spec.any_config import AnyConfig
 from hloscope.spec.policies import POLICY_HELP
-from hloscope.spec.step import STEP_POLICY_HELP, StepConfig
+from hloscope.spec.step import STEP_POLICY_HELP
 from hloscope.spec.targets import Target
 from hloscope.sweeps.core import SweepRequest, SweepResult, validate
 from hloscope.sweeps.executors import LOCAL_SLOTS, ExecutorSpec
@@ -95,7 +95,7 @@ from hloscope.units import parse_bytes
               help="Seconds before one compile is abandoned.")
 @format_option
 @progress_options
-def command(model: str | None, step: str | None, config: TransformerConfig | StepConfig,
+def command(model: str | None, step: str | None, config: AnyConfig,
             grid: Grid, policies: str, target: Target,
             xla_flags: tuple[str, ...], search: str | None, max_batch: int,
             search_window: int, max_probes: int, capacity: str | None,

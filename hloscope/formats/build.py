@@ -23,6 +23,7 @@ from typing import Any
 from hloscope.errors import InputError
 from hloscope.formats.compile_record import DUMP_FOLDER, LOG_FILE, CompileResult
 from hloscope.formats.json_text import read_json, write_json
+from hloscope.spec.any_config import AnyConfig
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.step import StepConfig, is_step_config
 
@@ -58,7 +59,7 @@ class BuildFolder:
         return CompileResult.from_dict({**self.manifest["compile"], "dump_dir": str(self.dump)})
 
     @property
-    def config(self) -> TransformerConfig | StepConfig:
+    def config(self) -> AnyConfig:
         """The built-in model's config, or a user step's (`--step`)."""
         data = self.manifest["config"]
         if is_step_config(data):

@@ -24,7 +24,8 @@ from hloscope.formats.build import LOG_FILE, read_build
 from hloscope.formats.sweep import builds_folder, write_sweep
 from hloscope.frames import DataFrames
 from hloscope.optional import require, require_compiler
-from hloscope.spec.config import TransformerConfig, param_count
+from hloscope.spec.any_config import AnyConfig
+from hloscope.spec.config import param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.policies import Variant
 from hloscope.spec.step import StepConfig
@@ -68,7 +69,7 @@ class SweepRequest:
     CLI's options): what compiles, where, and how the batch or policy is searched."""
 
     model: str  # a preset, or a user step's factory (`base` a StepConfig)
-    base: TransformerConfig | StepConfig
+    base: AnyConfig
     variants: tuple[Variant, ...]
     target: str
     jobs: int | None = None  # compiles at once; None: the executor's default
@@ -161,11 +162,11 @@ class SweepResult(DataFrames):
         }
 
 
-def _config_record(config: TransformerConfig | StepConfig) -> dict[str, Any]:
+def _config_record(config: AnyConfig) -> dict[str, Any]:
     return config.describe() if isinstance(config, StepConfig) else config.to_dict()
 
 
-def _parameters(config: TransformerConfig | StepConfig) -> int | None:
+def _parameters(config: AnyConfig) -> int | None:
     """The built-in model's closed-form count; None for a user step (not known here)."""
     return None if isinstance(config, StepConfig) else param_count(config)
 

@@ -32,7 +32,8 @@ from hloscope.formats.build import (
     write_build_files,
 )
 from hloscope.formats.compile_record import CompileResult
-from hloscope.spec.config import TransformerConfig, param_count
+from hloscope.spec.any_config import AnyConfig
+from hloscope.spec.config import param_count
 from hloscope.spec.flags import CompileFlags
 from hloscope.spec.mesh import MeshPlan, plan_mesh
 from hloscope.spec.step import StepConfig
@@ -66,7 +67,7 @@ class BuildSpec:
     model: str
     variant: str
     target: str
-    config: TransformerConfig | StepConfig
+    config: AnyConfig
     compiler_options: dict[str, Any] = field(default_factory=dict)
     flags: CompileFlags = field(default_factory=CompileFlags)  # user and environment flags
 
