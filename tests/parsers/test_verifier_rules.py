@@ -195,3 +195,21 @@ def test_reduce_scatter_and_global_ids() -> None:
         with pytest.raises(ParseError, match=message) as caught:
             hloscope.load(_collective(root))
         assert caught.value.location.line == 11
+
+
+def test_unbounded_dimension_refused() -> None:
+    hloscope.load(_entry("  ROOT %p = f32[<=4,784] parameter(0)"))
+    with pytest.raises(ParseError, match="unbounded dynamism is disabled") as caught:
+        hloscope.load(_entry("  ROOT %p = f32[?,784] parameter(0)"))
+    assert caught.value.location.line == 4
+
+
+def test_scatter_dims_to_operand_dims_within_the_operand() -> None:
+    text = (f"{_ADD}ENTRY %e {{\n  %o = f32[4,4] parameter(0)\n  %i = s32[2,1] parameter(1)\n"
+            "  %u = f32[2,4] parameter(2)\n  ROOT %r = f32[4,4] scatter(%o, %i, %u), "
+            "update_window_dims={1}, inserted_window_dims={0}, "
+            "scatter_dims_to_operand_dims={DIM}, index_vector_dim=1, to_apply=%add\n}\n")
+    hloscope.load(text.replace("DIM", "0"))
+    with pytest.raises(ParseError, match="invalid scatter_dims_to_operand_dims") as caught:
+        hloscope.load(text.replace("DIM", "7"))
+    assert caught.value.location.line == 13

@@ -8,8 +8,9 @@ arrays of its result's element type; an async-start's shape at {0} holds its ope
 composite call has a `composite.name`, a non-empty `composite.attributes` and a non-negative
 `composite.version` where given; a reduce-scatter scatters along one of its operand's dimensions,
 over replica groups of one size that divide it into its result; `use_global_device_ids=true`
-comes with replica groups; a fusion, while or conditional runs computations of its own
-computation's execution thread.
+comes with replica groups; a scatter's `scatter_dims_to_operand_dims` are dimensions of its
+operand; no shape has an unbounded dimension (`f32[?]`); a fusion, while or conditional runs
+computations of its own computation's execution thread.
 Each failure is a ParseError (exit 4) at the instruction.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
 from hloscope.model.replica_groups import parse_replica_groups
+from hloscope.model.shape import Shape
 
 _Defined = dict[str, Instruction]
 _COMPARE_TYPE = re.compile(r"\btype=\s*([A-Za-z]+)")
@@ -40,6 +42,8 @@ def check_verifier_rules(module: HloModule) -> None:
             rule = _RULES.get(instruction.opcode)
             if rule is not None:
                 rule(instruction, defined)
+            if "?" in instruction.shape_text:
+                _check_bounded(instruction)
             if threaded and instruction.opcode in _THREADED_CALLERS:
                 _check_threads(instruction, threads[computation.name], threads)
             defined[instruction.name] = instruction
@@ -203,6 +207,31 @@ def _check_reduce_scatter(instruction: Instruction, defined: _Defined) -> None:
                            f"{shards} shard(s), but the replica groups have {size} members", at)
 
 
+def _unbounded(shape: Shape) -> bool:
+    if shape.is_tuple:
+        return any(map(_unbounded, shape.tuple_shapes))
+    return -1 in shape.dimensions
+
+
+def _check_bounded(instruction: Instruction) -> None:
+    if _unbounded(instruction.shape):
+        _fail(instruction, f"unbounded dynamism is disabled: {instruction.shape} has an unbounded "
+                           "dimension", max(instruction.text.find("?"), 0))
+
+
+def _check_scatter_dims(instruction: Instruction, defined: _Defined) -> None:
+    operands = instruction.operands
+    value = instruction.raw_attribute("scatter_dims_to_operand_dims")
+    if not operands or operands[0] not in defined or value is None:
+        return
+    operand = defined[operands[0]].shape
+    rank = len(operand.dimensions)
+    for number in re.findall(r"-?\d+", value):
+        if not 0 <= int(number) < rank:
+            _fail(instruction, f"invalid scatter_dims_to_operand_dims mapping: {number} is not a "
+                               f"dimension of the operand {operand}", instruction.operands_end)
+
+
 def _check_iota(instruction: Instruction, defined: _Defined) -> None:
     shape = instruction.shape
     at = instruction.operands_start
@@ -224,6 +253,6 @@ _RULES: dict[str, Callable[[Instruction, _Defined], None]] = {
     "async-start": _check_async_operands, "call": _check_composite,
     "reduce-scatter": _check_reduce_scatter, "all-reduce": _check_global_ids_groups,
     "all-reduce-start": _check_global_ids_groups, "all-gather": _check_global_ids_groups,
-    "all-gather-start": _check_global_ids_groups,
+    "all-gather-start": _check_global_ids_groups, "scatter": _check_scatter_dims,
     "collective-permute": _check_permute_pairs, "collective-permute-start": _check_permute_pairs,
 }
