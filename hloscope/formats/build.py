@@ -15,6 +15,7 @@ HLO file may belong to: beside it, or one folder up for dump/module_*.txt).
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from hloscope.formats.json_text import read_json, write_json
 from hloscope.spec.any_config import AnyConfig
 from hloscope.spec.config import TransformerConfig
 from hloscope.spec.step import StepConfig, is_step_config
+from hloscope.spec.targets import Target, parse_target
 
 BUILD_MANIFEST_SCHEMA = "hloscope/build-manifest/v1"
 MANIFEST_FILE = "manifest.json"
@@ -75,6 +77,11 @@ class BuildFolder:
     @property
     def target(self) -> str:
         return self.manifest["target"]
+
+    @functools.cached_property
+    def parsed_target(self) -> Target:
+        """The manifest's target parsed, once per folder."""
+        return parse_target(self.target)
 
     @property
     def variant(self) -> str | None:

@@ -50,7 +50,6 @@ from hloscope.loader.build import LoadedBuild
 from hloscope.model.module import HloModule
 from hloscope.parsers.libtpu_log import LibtpuRemat
 from hloscope.spec.config import LAYER_INPUT
-from hloscope.spec.targets import parse_target
 from hloscope.units import format_bytes
 
 GPU_REMAT_WARNING = "Can't reduce memory use below"
@@ -257,7 +256,7 @@ def per_op_step(loaded: LoadedBuild, compute_dtype: str,
     (`links`, `collective_links`' answer)."""
     from hloscope.analyses.steptime import step_time
 
-    target = parse_target(loaded.build.manifest["target"])
+    target = loaded.build.parsed_target
     if loaded.module is None:
         return None
     placed = {} if links is None else {(row.computation, row.instruction): row.link
@@ -281,8 +280,8 @@ def collective_links(module: HloModule, build: BuildFolder) -> CollectivesResult
     from hloscope.analyses.cost.collectives import collectives
 
     slices = build.result.slice_of_logical_device
-    if slices is None and parse_target(build.target).num_slices == 1:
-        slices = [0] * parse_target(build.target).num_devices
+    if slices is None and build.parsed_target.num_slices == 1:
+        slices = [0] * build.parsed_target.num_devices
     return None if slices is None else collectives(
         module, slices, slice_of_id=build.result.slice_of_device_id)
 
@@ -299,7 +298,7 @@ def variant_figures(loaded: LoadedBuild, variant: str) -> VariantFigures:
     build = loaded.build
     result = build.result
     config = build.config
-    target = parse_target(build.manifest["target"])
+    target = build.parsed_target
     hlo, links, analysis_error = _analysed(loaded)
     capacity = memory_budget(target.device)
     required, source = _required(loaded)
@@ -359,7 +358,7 @@ def _device_shapes(loaded: LoadedBuild) -> DeviceShapes | None:
             return device_shape(block_name, name.shape, config, batch_ways, tensor_ways)
 
         return local
-    if parse_target(build.manifest["target"]).num_devices == 1:
+    if build.parsed_target.num_devices == 1:
         return lambda name: name.shape
     return None
 
