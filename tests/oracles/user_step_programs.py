@@ -14,6 +14,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import sysconfig
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,9 +60,33 @@ def residuals(example: str, policy: str) -> list[dict]:
     if policy != "none":
         chosen = None if policy == "full" else getattr(jax.checkpoint_policies, policy)
         block = jax.checkpoint(block, policy=chosen)
+    with _installed_packages_not_user_code():
+        saved = saved_residuals(block, carry, layer)
     return [{"dtype": str(aval.dtype), "shape": list(aval.shape),
              "bytes": int(aval.size) * aval.dtype.itemsize, "source": source}
-            for aval, source in saved_residuals(block, carry, layer)]
+            for aval, source in saved]
+
+
+@contextmanager
+def _installed_packages_not_user_code() -> Iterator[None]:
+    """A residual's `from FILE:LINE` is the innermost frame jax takes for user code: outside
+    jax and the standard library. Where site-packages lies inside the standard library's folder
+    (a bare interpreter) flax's frames are skipped and it is the example's line; in a virtual
+    environment it would be flax's Linear. With installed packages excluded too, it is the
+    example's line in every layout (the line hloscope reports for the name)."""
+    from jax._src import source_info_util as frames
+
+    added = [path for path in {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+             if path not in frames._exclude_paths]
+    for path in added:
+        frames.register_exclusion(path)
+    try:
+        yield
+    finally:
+        for path in added:
+            frames._exclude_paths.remove(path)
+        frames._exclude_path_regex.cache_clear()
+        frames.is_user_filename.cache_clear()
 
 
 def describe(example: str, policy: str) -> dict:

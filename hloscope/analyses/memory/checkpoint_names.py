@@ -5,7 +5,9 @@ program does not carry them (`checkpoint_name` lowers to nothing), so a saved na
 among `memory`'s live set at the peak in two ways, said per match:
 
 - `source line`: a buffer whose metadata line is the `checkpoint_name` call's or that of the
-  operation that made the value (outside a layer scan, XLA keeps the producer's line);
+  operation that made the value (outside a layer scan, XLA keeps the producer's line), unless
+  that line is inside an installed package: a library function's line (flax's Linear) is the
+  line of every call to it, so it would match other values' buffers;
 - `per-layer shape`: a buffer a layer scan stacked ([L, ...], split into L layer rows) whose
   one-layer share has the name's shape and element type; a scan's stacked residuals carry the
   scan's line, not the block's. Two names of one shape both match such a buffer; the match says
@@ -27,6 +29,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import PurePath
 
 from hloscope.analyses.memory.analysis import BufferRow
 from hloscope.formats.checkpoint_names import CheckpointName
@@ -36,6 +39,7 @@ _HLO_TYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64":
               "int32": "s32", "int8": "s8", "int64": "s64", "uint8": "u8", "uint32": "u32",
               "bool": "pred", "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2"}
 _ARRAY = re.compile(r"^([a-z0-9]+)\[([0-9,]*)\]")
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,7 @@ def _matches(name: CheckpointName, local: tuple[int, ...] | None,
              live: Sequence[BufferRow] | None) -> tuple[PeakBuffer, ...] | None:
     if live is None or name.decision not in KEPT:
         return None
-    lines = {line for line in (name.source, name.made_at) if line}
+    lines = {line for line in (name.source, _specific(name.made_at)) if line}
     found = []
     for row in live:
         if row.category in ("parameter", "input"):
@@ -108,6 +112,13 @@ def _matches(name: CheckpointName, local: tuple[int, ...] | None,
                                                   local or name.shape):
             found.append(PeakBuffer(row.name, row.bytes, len(row.layers), "per-layer shape"))
     return tuple(found)
+
+
+def _specific(made_at: str) -> str:
+    """The producer's `FILE:LINE`, or "" when it is in an installed package (jax takes such a
+    frame only where site-packages lies outside the interpreter's folder: a virtual
+    environment; a base interpreter's gives the user's line)."""
+    return "" if not _INSTALLED.isdisjoint(PurePath(made_at.rpartition(":")[0]).parts) else made_at
 
 
 def _layer_share(row: BufferRow) -> tuple[str, tuple[int, ...]] | None:
