@@ -415,6 +415,28 @@ def _secant_points(totals: dict[int, int], goal: float) -> list[tuple[int, int]]
     return sorted(totals.items(), key=lambda kt: abs(kt[1] - goal))[:2]
 
 
+def argument_bytes(family: Family, k: int, mesh: Any) -> int:
+    """Bytes of the program's arguments on one device (their shards)."""
+    import jax
+
+    _, args, _ = build(family, k, mesh)
+    return sum(math.prod(a.sharding.shard_shape(a.shape)) * a.dtype.itemsize
+               for a in jax.tree_util.tree_leaves(args))
+
+
+def probe(family: Family) -> None:
+    """Compiles the knob at which the arguments alone are 1.2 x the usable HBM: libtpu refuses
+    it after buffer assignment, before code generation (seconds)."""
+    from hloscope.spec.targets import parse_target
+    from hloscope.workloads.topology import make_mesh
+
+    mesh = make_mesh(parse_target(family.target), family.axes, family.mesh)
+    one, two = argument_bytes(family, 1, mesh), argument_bytes(family, 2, mesh)
+    if two <= one:
+        return
+    compile_one(family, math.ceil((1.2 * usable_hbm(family) - (2 * one - two)) / (two - one)))
+
+
 def compile_all(names: tuple[str, ...]) -> None:
     """Every family, or those named; `FAMILY:K` compiles that one program only."""
     from hloscope.spec.targets import TPU_QUIET_ENV
@@ -428,6 +450,8 @@ def compile_all(names: tuple[str, ...]) -> None:
     if singles and not names:
         return
     chosen = [f for f in FAMILIES if not names or f.name in names]
+    for family in chosen:
+        probe(family)
     for family in chosen:
         compile_one(family, 1)
         if family.sized:
@@ -525,6 +549,14 @@ def programs_compiled(family: Family) -> list[int]:
     return sorted(found)
 
 
+def printed_precision(stated: int) -> float:
+    """Half a unit of the last digit libtpu prints: two decimals of G (T, P above)."""
+    unit = GIB
+    while stated >= unit * 1024:
+        unit *= 1024
+    return 0.005 * unit
+
+
 def gib(value: int | None) -> str:
     return "-" if value is None else f"{value / GIB:.3f}"
 
@@ -561,7 +593,7 @@ def summary(rows: list[Row]) -> list[str]:
     judged = [r for r in rows if r.agrees is not None]
     refused = [r for r in rows if r.status == "oom"]
     stated_equal = [r for r in refused if r.stated is not None and r.ba_total is not None
-                    and abs(r.stated - r.ba_total) <= 0.005 * GIB]
+                    and abs(r.stated - r.ba_total) <= printed_precision(r.stated)]
     near = [r for r in rows if r.ba_total is not None and 0.9 * r.usable <= r.ba_total <= r.usable]
     over_ma = [r for r in rows if r.status == "ok" and r.memory_analysis is not None
                and r.memory_analysis > r.usable]
@@ -570,7 +602,7 @@ def summary(rows: list[Row]) -> list[str]:
         f"programs: {len(rows)} ({len({r.family for r in rows})} families, "
         f"{len({r.target for r in rows})} targets); refused by libtpu: {len(refused)}; "
         f"BA total within 10% under the usable HBM: {len(near)}",
-        f"RESOURCE_EXHAUSTED figure = BA total (to 0.005 GiB, the message's precision): "
+        f"RESOURCE_EXHAUSTED figure = BA total (to the message's two decimals): "
         f"{len(stated_equal)} of {len(refused)}",
         f"compiled, memory_analysis() above the usable HBM: {len(over_ma)}",
         f"estimate within 2% of the BA total: {len(within)} of {len(readable)}",
