@@ -165,10 +165,10 @@ def _unpadded_size(value: Value) -> int:
 def place_buffers(liveness: Liveness, backend: str) -> Placement:
     """Steps 1 and 2 on `liveness` (from analyze_liveness); the live peak is counted on the
     returned liveness, the estimate packs its heap."""
-    assigner = _Assigner(liveness, allocation_size(backend))
+    assigner = _Assigner(liveness, allocation_size(backend), backend)
     assigner.run()
     outside = frozenset(v.id for b in assigner.buffers if b.kind != _HEAP for v in b.values)
-    settled = placed(liveness, outside, assigner.together())
+    settled = placed(liveness, outside, assigner.together(), backend)
     assigner.liveness = settled
     return Placement(settled, backend, assigner)
 
@@ -222,7 +222,7 @@ class _Allocation:
 
 
 class _Assigner:
-    def __init__(self, liveness: Liveness, size_of: SizeOf) -> None:
+    def __init__(self, liveness: Liveness, size_of: SizeOf, backend: str = "") -> None:
         self.liveness = liveness
         self.size_of = size_of
         program = liveness.program
@@ -232,7 +232,7 @@ class _Assigner:
         self.allocations: list[_Allocation] = []
         self.allocation_of: dict[int, _Allocation] = {}  # buffer id() -> allocation
         self.reusable: list[_Allocation] = []  # XLA's allocation_indices, in creation order
-        self.rules = ShareRules(program.module, program.users)
+        self.rules = ShareRules(program.module, program.users, backend)
         self._top_level: dict[Instruction, list[Value]] | None = None
 
     def _buffers(self) -> list[_Buffer]:

@@ -97,14 +97,14 @@ def analyze_liveness(module: HloModule, root: str | None = None) -> Liveness:
     return Liveness(program, values, ranges, buffers, shares, _joined(buffers, shares), value_at)
 
 
-def placed(liveness: Liveness, outside_heap: frozenset[int],
-           together: list[Share]) -> Liveness:
+def placed(liveness: Liveness, outside_heap: frozenset[int], together: list[Share],
+           backend: str = "") -> Liveness:
     """`liveness` as XLA's buffer assigner places it: the values in `outside_heap` went to an
     argument's or output's allocation before the heap simulation (so they take no heap
     buffer and give none), and each pair in `together` sits at one offset of one allocation
     where the first value's range ends and the second's begins (one piece of memory there)."""
     shares = shared_buffers(liveness.program, liveness.values, liveness.ranges,
-                            liveness.buffers, liveness.value_at, outside_heap)
+                            liveness.buffers, liveness.value_at, outside_heap, backend)
     allocations = _joined(liveness.buffers, [*shares, *together])
     return replace(liveness, shares=shares, allocations=allocations, together=list(together))
 
