@@ -84,6 +84,8 @@ def _check_conditional(instruction: Instruction, defined: _Defined, module: HloM
         raise instruction.error(f"the first operand (the branch index) must be a scalar, not "
                                 f"{shape}", at)
     names = instruction.attribute_names
+    wrong: tuple[str, ...]
+    needed: tuple[str, ...]
     if shape.element_type == "pred":
         wrong, needed = ("branch_computations",), ("true_computation", "false_computation")
     elif shape.element_type == "s32":
