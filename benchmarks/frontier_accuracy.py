@@ -11,8 +11,14 @@ the halfway figure's, the hedge shown before, alongside). `full` is compiled as 
 shown at its own figure: it is left out of the errors.
 
     python benchmarks/frontier_accuracy.py [--out DIR] [--case NAME ...] [--reuse]
+        [--repredict NAME=DIR ...]
 
 --reuse reads the frontier.json files already in DIR instead of running the searches.
+--repredict takes a case's search from DIR (a frontier folder an earlier hloscope wrote) and
+predicts its compiled rows again with this hloscope: the predictor from the folder's baselines,
+the loss order read from each row's build, as the search does (which candidates the search
+compiles does not depend on either: it ranks and fits by the need). The held figure is not
+recomputed there.
 """
 from __future__ import annotations
 
@@ -85,6 +91,26 @@ def case_lines(case: Case, data: dict) -> tuple[list[str], list[float]]:
     return lines, errors
 
 
+def repredicted(data: dict) -> dict:
+    """`data` (a frontier.json) with its compiled rows predicted by this hloscope."""
+    from hloscope.analyses.predict.baseline import Baseline
+    from hloscope.analyses.predict.loss_order import compiled_loss_order
+    from hloscope.analyses.predict.model import Predictor
+
+    predictor = Predictor(tuple(Baseline.from_dict(b) for b in data["baselines"]))
+    rows = []
+    for row in data["rows"]:
+        if not row["compiled_bytes"]:
+            continue
+        p = predictor.predict(row["policy"], row["batch"])
+        if p.loss_order_undecided and row["build_folder"]:
+            p = p.settled(compiled_loss_order(row["build_folder"]), "its compile")
+        rows.append({**row, "predicted_bytes": p.allocation_bytes, "loss_order": p.loss_order,
+                     "predicted_loss_order_bytes": p.undecided_loss_orders(),
+                     "search_predicted_bytes": None})
+    return {**data, "rows": rows}
+
+
 def _mib(value: int | None) -> str:
     return f"{'-':>8}" if value is None else f"{value / MIB:8.0f}"
 
@@ -94,18 +120,23 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/frontier_accuracy"))
     parser.add_argument("--case", action="append", choices=[c.name for c in CASES])
     parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--repredict", action="append", default=[], metavar="NAME=DIR")
     args = parser.parse_args()
-    cases = [c for c in CASES if not args.case or c.name in args.case]
+    again = dict(item.split("=", 1) for item in args.repredict)
+    cases = [c for c in CASES if not args.case or c.name in args.case or c.name in again]
     print(f"# python benchmarks/frontier_accuracy.py {' '.join(sys.argv[1:])}".rstrip())
     print("# MiB per device; shown: the row's predicted_bytes; held: the search's figure when it "
           "compiled it; error: shown / compiled - 1; halfway: the two orders' mean, likewise")
     every: list[float] = []
     for case in cases:
-        folder = args.out / case.name
-        if not args.reuse:
+        folder = Path(again[case.name]) if case.name in again else args.out / case.name
+        if not args.reuse and case.name not in again:
             seconds = run_case(case, folder)
             print(f"# {case.name}: {seconds:.0f} s")
         data = json.loads((folder / "frontier.json").read_text())
+        if case.name in again:
+            data = repredicted(data)
+            print(f"# {case.name}: the search of {folder}, its compiled rows predicted again")
         lines, errors = case_lines(case, data)
         every += errors
         print("\n".join(lines))
