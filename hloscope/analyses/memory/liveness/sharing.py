@@ -19,10 +19,12 @@ the buffer of an operand value instead of getting one of its own, if
   operands: output i from operand i), or a call whose callee root is elementwise on the value
   (its only other use), or an op that is elementwise on that operand.
 
-A backend's own hint (AliasInfo::MayAlias) is modelled where its dumps show it: on TPU a
-synchronous `all-reduce` is made in the buffer of its dying operand of the same shape (libtpu's
-buffer assignments of llama-70b steps on v5e 16x16 and v5p 4x4x4: the 2 GB logits gradient and
-a 470 MB weight gradient share one slice with their all-reduce).
+A backend's own hint (AliasInfo::MayAlias) is modelled for one op: a synchronous `all-reduce`
+is made in the buffer of its dying operand of the same shape (its only operand, or the one of
+its output's index) on TPU, as libtpu's buffer assignments of llama-70b steps on v5e 16x16 and
+v5p 4x4x4 show (the 2 GB logits gradient and a 470 MB weight gradient share one slice with their
+all-reduce), and on GPU, as GpuAliasInfo::MayAlias says (NCCL all-reduces; not NVSHMEM ones).
+XLA:GPU's fusion hints are not modelled.
 
 Shared values sit at one offset of one allocation in XLA's `*-buffer-assignment.txt`, so at the
 moment they meet they are one buffer, not two. The backends' extra hints (AliasInfo::MayAlias,
@@ -168,14 +170,22 @@ class ShareRules:
             return False
         if self._must_alias(operand_value, user, user_index):
             return True
-        if self.backend == "tpu" and user.opcode == "all-reduce":
-            return True  # libtpu's may-alias hint (module docstring)
+        if user.opcode == "all-reduce" and self.backend in ("tpu", "gpu"):
+            return self._all_reduce_in_place(user, operand, user_index, operands)
         number = next(i for i, o in enumerate(operands) if o is operand)
         if user.opcode == "sort":
             return self._sort_shares(user, operand, user_index, operands)
         if user.opcode == "call":
             return self._call_shares(user, operand_value)
         return self._may_share(user, number, operand, user_index, operands)
+
+    def _all_reduce_in_place(self, user: Instruction, operand: Instruction, user_index: Index,
+                             operands: list[Instruction]) -> bool:
+        """The backends' may-alias hint for an all-reduce (module docstring)."""
+        if self.backend == "gpu" and "nvshmem" in (user.raw_attribute("backend_config") or
+                                                   "").lower():
+            return False
+        return len(operands) == 1 or (len(user_index) == 1 and operands[user_index[0]] is operand)
 
     def _sort_shares(self, user: Instruction, operand: Instruction, user_index: Index,
                      operands: list[Instruction]) -> bool:
