@@ -179,9 +179,9 @@ CASES = [
           "  %z = f32[] constant(0)\n  ROOT %r = f32[4] pad(%p, %z), padding=0x0", 1,
           "padding"),
     _case("use_global_device_ids without channel_id",
-          "  ROOT %r = f32[4] all-reduce(%p), channel_id=1, replica_groups={}, "
+          "  ROOT %r = f32[4] all-reduce(%p), channel_id=1, replica_groups={{0}}, "
           "use_global_device_ids=true, to_apply=%add",
-          "  ROOT %r = f32[4] all-reduce(%p), replica_groups={}, use_global_device_ids=true, "
+          "  ROOT %r = f32[4] all-reduce(%p), replica_groups={{0}}, use_global_device_ids=true, "
           "to_apply=%add", 0, "channel_id"),
     _case("call to an undefined computation", "  ROOT %r = f32[4] map(%p), dimensions={0}, "
           "to_apply=%c", "  ROOT %r = f32[4] map(%p), dimensions={0}, to_apply=%nope", 0,
