@@ -69,6 +69,14 @@ llama-1b / v5e:2x2 at per-device batch 3, docs/frontier.md) and the order must b
 """`Prediction.explain`'s line for a program whose loss order the baselines do not decide
 (`Predictor._loss_orders`)."""
 
+ON_CHIP_LOGITS_BYTES = 128 * 2**20
+"""f32 logits of at most this many bytes per device need not take HBM: libtpu can keep them in
+the core's VMEM (v5e's 128 MiB), so its loss order does not move the allocation. tiny /
+v5e:2x2 (4 scanned layers, attn_out kept): its f32[2,2048,512] logits (8 MiB) are in memory
+space 1 in the buffer assignment, and the after-tight figure (`Predictor._loss_orders`) was
+5.8% under XLA's allocation at seq 1024 where the need is 3.5% over
+(benchmarks/results/frontier_accuracy.txt); llama-1b's are 1 GiB per sequence of 2048."""
+
 RECOMPUTED_LOGITS = "tokens × the logits matmul libtpu recomputes after the backward loop"
 """The FLOP term of `Predictor._libtpu_recompute_terms` (its name, which `explain` looks for)."""
 
@@ -385,25 +393,26 @@ class Predictor:
         (the f32 logits on top of the bf16 ones it holds) is gone. Run before it, the loss holds
         `full`'s peak outside the loops plus every stack and the gathered embedding table, with
         no packing, or the layer loops' own peak (`full`'s inside them plus the kept stacks)
-        where that is higher (tiny / v5e:2x2, seq 2048: `full` peaks in its backward loop on the
-        attention's scores, 20 MB outside the loops). On llama-1b / v5e:2x2 (seq 2048,
-        fixtures/predict/llama-v5e-squeezed.json, benchmarks/results/logits_placement_llama1b.txt)
-        the ten device-kept programs with stacks at least the f32 logits ran 4 after (−2.2%..+0.7%
-        off the after figure) and 6 before (−0.2%..−0.1% off the before figure); the choice
-        follows neither figure nor the two's difference (benchmarks/loss_order.py). The 28 with
-        smaller stacks all ran after with `full`'s packing, the need (−3.2%..+3.7%)."""
+        where that is higher. Not where the f32 logits are at most ON_CHIP_LOGITS_BYTES: they
+        need not take HBM, and the order does not move the allocation. On llama-1b / v5e:2x2
+        (seq 2048, fixtures/predict/llama-v5e-squeezed.json, benchmarks/results/
+        logits_placement_llama1b.txt) the ten device-kept programs with stacks at least the f32
+        logits ran 4 after (−2.2%..+0.7% off the after figure) and 6 before (−0.2%..−0.1% off
+        the before figure); the choice follows neither figure nor the two's difference
+        (benchmarks/loss_order.py). The 28 with smaller stacks all ran after with `full`'s
+        packing, the need (−3.2%..+3.7%)."""
         stacks = config.n_layers * (per_name["norm1"] + sum(
             per_name[name] for name, choice in choices.items() if choice == "device"))
-        if (not cuts or "device" not in choices.values()
-                or stacks < tokens * config.vocab * 4 // tensor_ways
+        logits = tokens * config.vocab * 4 // tensor_ways
+        if (not cuts or "device" not in choices.values() or logits <= ON_CHIP_LOGITS_BYTES
+                or stacks < logits
                 or not all(b.live_peak_bytes for b in self.baselines)):
             return {}
-        packing = self._interpolated(tokens, _packing)
-        outside = self._interpolated(tokens, _outside_peak)
+        moment = self._interpolated(tokens, _outside_peak) + stacks + cuts["first_cut_bytes"]
         loops = (self._interpolated(tokens, _span_peak)
                  + _total(kept_terms(config.n_layers, choices, per_name)))
-        return {"loss_after_tight_bytes": need - packing,
-                "loss_before_bytes": max(outside + stacks + cuts["first_cut_bytes"], loops)}
+        return {"loss_after_tight_bytes": need - self._interpolated(tokens, _packing),
+                "loss_before_bytes": max(moment, loops)}
 
     def _held_beyond_table(self, config: TransformerConfig, tokens: int,
                            tensor_ways: int) -> tuple[int, int] | None:
