@@ -123,7 +123,8 @@ def main() -> int:
     parser.add_argument("--repredict", action="append", default=[], metavar="NAME=DIR")
     args = parser.parse_args()
     again = dict(item.split("=", 1) for item in args.repredict)
-    cases = [c for c in CASES if not args.case or c.name in args.case or c.name in again]
+    chosen = set(args.case or ()) | set(again)
+    cases = [c for c in CASES if not chosen or c.name in chosen]
     print(f"# python benchmarks/frontier_accuracy.py {' '.join(sys.argv[1:])}".rstrip())
     print("# MiB per device; shown: the row's predicted_bytes; held: the search's figure when it "
           "compiled it; error: shown / compiled - 1; halfway: the two orders' mean, likewise")
