@@ -70,6 +70,7 @@ class Candidate:
     folder: str | None = None
     calibrated_bytes: int = 0  # the search's figure: compiled, or predicted + a neighbour's error
     held_bytes: int | None = None  # the allocation of its figure when it chose to compile it
+    # (None: not predicted, the loss order open: `Prediction.loss_order_open`)
     compiled_step_s: float | None = None  # the compiled program's own step (per-op model)
 
     @property
@@ -361,8 +362,9 @@ class FrontierSearch:
         for candidate in wanted:
             size, folder = built[candidate.prediction.policy][:2]
             candidate.compiled_step_s = self.steps.get((candidate.prediction.policy, batch))
-            candidate.held_bytes = candidate.prediction.allocation_for(
-                candidate.calibrated_bytes or candidate.prediction.device_bytes)
+            candidate.held_bytes = None if candidate.prediction.loss_order_open else \
+                candidate.prediction.allocation_for(candidate.calibrated_bytes
+                                                    or candidate.prediction.device_bytes)
             candidate.compiled_ok = size is not None
             candidate.compiled_bytes = size if size is not None else 0
             candidate.folder = folder
