@@ -133,7 +133,8 @@ def programs(seed: int = SEED):  # noqa: C901  (one closure per program keeps ea
         # Fixed shapes where libtpu moves values between HBM and VMEM around the loops: at width
         # 2048 the input gradient is made in HBM and prefetched into VMEM as the backward loop's
         # initial carry; on 8192 rows the backward body evicts its bf16 weights carry to HBM and
-        # prefetches each layer's slice (heap.py, TPU_HBM_ALIGNMENT's note, (b) and (c)).
+        # prefetches each layer's slice (memory_analysis() counts those buffers twice; the
+        # buffer assignment, which test_heap_tpu.py compares with, once).
         "scan_dots_no_batch_wide_donated": lambda: scan_layers(4096, 2048, 3),
         "scan_dots_no_batch_tall_donated": lambda: scan_layers(8192, 1024, 3),
     }
