@@ -61,8 +61,8 @@ FAMILIES = (
     Family("adam", "tpu:v4:2x2x1", (4,), ("data",), True),
     # v6e last: its deviceless code generation takes minutes where v5e's takes seconds
     Family("gqa_rope", "tpu:v6e:2x2", (4,), ("data",), True, version=2),
-    Family("fsdp", "tpu:v6e:2x2", (4,), ("fsdp",), False),
-    Family("kv_decode", "tpu:v6e:2x2", (4,), ("data",), False),
+    Family("fsdp", "tpu:v6e:2x2", (4,), ("fsdp",), True),
+    Family("kv_decode", "tpu:v6e:2x2", (4,), ("data",), True),
 )
 
 
