@@ -34,6 +34,11 @@ HOST_OVERLAP = Figure(
     f"mlp_gateoffload-mlp_upoffload.hlo.gz): 264.9 of 297.9 ms of transfers exposed; "
     f"{_H100_TEST}::test_offloading_to_the_host_is_charged_its_exposed_pcie_time")
 
+HEAP_ALIGNMENT = Figure(
+    256, XLA, "kXlaAllocatedBufferAlignBytes = 256 (XLA of jax 0.10.2): every preallocated-temp "
+    "offset in the GPU fixtures' buffer assignments (fixtures/gpu-h100-1x1x8) is a multiple of it",
+    "tests/analyses/memory/test_heap.py::test_chunks_start_at_the_backends_alignment")
+
 # what of a PCIe link's line rate carries data: 128b/130b encoding (PCIe 3.0 and later) and
 # 256-byte TLP payloads behind about 24 bytes of header, sequence number, CRC and framing
 PCIE_PAYLOAD_EFFICIENCY = 128 / 130 * 256 / (256 + 24)

@@ -40,6 +40,28 @@ MXU_128 = ((8, 128, 128), "Cloud TPU docs (system architecture): 128 x 128 systo
 MXU_256 = ((8, 256, 256), "Cloud TPU docs v6e: 256 x 256 MXU")
 MXU_TPU7X = ((8, 256, 256), "taken as v6e's 256 x 256 MXU: not verified for TPU7x")
 
+# libtpu's HBM buffer assignment (hloscope.analyses.memory.heap), read from the TPU fixtures'
+# (fixtures/tpu-v5e-2x2) and benchmarks/tpu_families.py's buffer assignments
+_LIBTPU_HEAP = ("tests/analyses/memory/test_heap.py"
+                "::test_tpu_estimate_equals_libtpus_buffer_assignment")
+GRANULARITY = Figure(
+    512, MEASURED, "every HBM heap value's size in the TPU fixtures' buffer assignments is a "
+    "multiple of 512 B, tuples included (libtpu sizes buffers in whole tiles)", _LIBTPU_HEAP)
+TUPLE_ELEMENT_BYTES = Figure(
+    4, MEASURED, "memory_analysis() output bytes: the TPU fixtures' 113-element result tuple 512 "
+    "B, a 200-element one 1024 (tests/oracles/tpu_memory_programs.py, many_outputs)",
+    "tests/analyses/memory/test_heap_tpu.py::test_estimate_within_two_percent_of_the_buffer"
+    "_assignment")
+HBM_ALIGNMENT = Figure(
+    16384, MEASURED, "every offset in libtpu's HBM heap (color 0's preallocated-temp allocation) "
+    "is a multiple of 16 KiB: the TPU fixtures (v5e) and benchmarks/tpu_families.py (v4, v5p, "
+    "v6e, v5e)", f"{_LIBTPU_HEAP}; tests/analyses/oom/test_tpu_fit.py")
+HBM_TUPLE_SLOT = Figure(
+    16384, MEASURED, "each tuple-shaped value (an async copy's context, a multi-output fusion's "
+    "table) holds a 16 KiB slot of its own for the whole program, the last ending at its "
+    "512-byte table: the same buffer assignments", f"{_LIBTPU_HEAP}; tests/analyses/oom/"
+    "test_tpu_fit.py")
+
 # the memory predictor (hloscope.analyses.predict.model): libtpu's behaviour, fitted
 REMAT_PERCENT = Figure(
     95, MEASURED, "libtpu's log: 'rematerialization limit 14.93G = 95% hbm (14.96G) - ...' "

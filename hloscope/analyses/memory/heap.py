@@ -49,38 +49,29 @@ from hloscope.analyses.memory.liveness import Liveness, placed
 from hloscope.analyses.memory.liveness.program import control_flow_callees
 from hloscope.analyses.memory.liveness.sharing import ShareRules, can_take_operand
 from hloscope.analyses.memory.liveness.values import Value
+from hloscope.calibration import cpu as cpu_calibration
+from hloscope.calibration import gpu as gpu_calibration
+from hloscope.calibration import tpu as tpu_calibration
 from hloscope.model.instruction import Instruction
 
-# Heap chunk alignment per backend, from the offsets of every preallocated-temp allocation in
-# the committed fixtures' buffer assignments (XLA: BufferAssigner's color_alignment; CPU
-# cpu_function_runtime::MinAlign() = 64, GPU kXlaAllocatedBufferAlignBytes = 256 in the XLA
-# of jax 0.10.2). TPU: libtpu's HBM heap offsets are multiples of 16 KiB in the fixtures'
-# dumps, but libtpu assigns them itself; 512 bytes is its allocation granularity (DESIGN.md).
-ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": 512}
+# heap chunk alignment per backend (XLA: BufferAssigner's color_alignment; libtpu: its buffer
+# granularity), and below libtpu's buffer sizes and HBM heap layout: each figure's source and
+# test in hloscope/calibration, docs/calibration.md
+ALIGNMENT = {"cpu": int(cpu_calibration.HEAP_ALIGNMENT.value),
+             "gpu": int(gpu_calibration.HEAP_ALIGNMENT.value),
+             "tpu": int(tpu_calibration.GRANULARITY.value)}
 _DEFAULT_ALIGNMENT = 64
 
 SizeOf = Callable[[Value], int]
-# libtpu sizes every buffer in whole tiles, rounded up to 512 bytes: on the committed TPU
-# fixtures each HBM heap value's size in the buffer assignment equals this, tuples included.
-TPU_GRANULARITY = 512
+TPU_GRANULARITY = int(tpu_calibration.GRANULARITY.value)  # libtpu sizes buffers in whole tiles
 
 
-# libtpu's tuple index tables hold 4 bytes per element: memory_analysis()'s output bytes count
-# the entry's 113-element result tuple as 512 bytes (the TPU fixtures) and a 200-element one as
-# 1024 (tests/oracles/tpu_memory_programs.py, many_outputs).
-# Checked: tests/analyses/memory/test_heap.py (TPU fixtures' outputs), test_heap_tpu.py.
-TPU_TUPLE_ELEMENT_BYTES = 4
-# libtpu's HBM heap (color 0, the buffer assignment's preallocated-temp allocation): every offset
-# in it is a multiple of 16 KiB, and each tuple-shaped value (an async copy's context, a
-# multi-output fusion's table) holds a 16 KiB slot of its own for the whole program (no two share
-# an offset); the heap ends at the last slot's 512-byte table. Source: the buffer assignments
-# of the TPU fixtures (v5e) and of benchmarks/tpu_families.py (v4, v5p, v6e, v5e 2x2 and 4x4;
-# MoE, GQA, encoder, conv net, tied vocabulary, 2-D tensor parallelism, FSDP, scans, offload,
-# decode, Adam). Checked:
-# tests/analyses/memory/test_heap.py (fixtures), tests/analyses/oom/test_tpu_fit.py and
-# benchmarks/results/tpu_families.txt (the HBM total within 2% of the buffer assignment's).
-TPU_HBM_ALIGNMENT = 16384
-TPU_HBM_TUPLE_SLOT = 16384
+TPU_TUPLE_ELEMENT_BYTES = int(tpu_calibration.TUPLE_ELEMENT_BYTES.value)  # a tuple table's entry
+# libtpu's HBM heap (color 0's preallocated-temp allocation): offsets at multiples of 16 KiB,
+# each tuple-shaped value in a 16 KiB slot of its own for the whole program, the heap ending at
+# the last slot's 512-byte table
+TPU_HBM_ALIGNMENT = int(tpu_calibration.HBM_ALIGNMENT.value)
+TPU_HBM_TUPLE_SLOT = int(tpu_calibration.HBM_TUPLE_SLOT.value)
 
 
 def _tpu_size(value: Value) -> int:
