@@ -94,8 +94,8 @@ def case_lines(case: Case, data: dict) -> tuple[list[str], list[float]]:
 def repredicted(data: dict) -> dict:
     """`data` (a frontier.json) with its compiled rows predicted by this hloscope."""
     from hloscope.analyses.predict.baseline import Baseline
-    from hloscope.analyses.predict.loss_order import compiled_loss_order
     from hloscope.analyses.predict.model import Predictor
+    from hloscope.sweeps.frontier_run import read_loss_order
 
     predictor = Predictor(tuple(Baseline.from_dict(b) for b in data["baselines"]))
     rows = []
@@ -104,7 +104,7 @@ def repredicted(data: dict) -> dict:
             continue
         p = predictor.predict(row["policy"], row["batch"])
         if p.loss_order_undecided and row["build_folder"]:
-            p = p.settled(compiled_loss_order(row["build_folder"]), "its compile")
+            p = p.settled(read_loss_order(row["build_folder"]), "its compile")
         rows.append({**row, "predicted_bytes": p.allocation_bytes, "loss_order": p.loss_order,
                      "predicted_loss_order_bytes": p.undecided_loss_orders(),
                      "search_predicted_bytes": None})

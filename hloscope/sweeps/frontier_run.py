@@ -211,15 +211,36 @@ def baseline_from_build(folder: Path) -> Baseline:
                     **_step_fields(step))
 
 
-def read_loss_order(folder: str) -> str | None:
-    """libtpu's loss order in a compiled build (`analyses.predict.loss_order`); None where its
-    dumps cannot be read."""
-    from hloscope.analyses.predict.loss_order import compiled_loss_order
-
+def read_loss_order(folder: str | Path) -> str | None:
+    """libtpu's loss order in a compiled build (`analyses.predict.loss_order`): AFTER or BEFORE;
+    None where its dumps do not show it (no libtpu memory dumps, no f32 logits buffer, no entry
+    while loops, not a transformer) or cannot be read."""
     try:
-        return compiled_loss_order(folder)
+        return _compiled_loss_order(Path(folder))
     except HloscopeError:
         return None
+
+
+def _compiled_loss_order(folder: Path) -> str | None:
+    from hloscope.analyses.predict.baseline import mesh_ways
+    from hloscope.analyses.predict.loss_order import loss_order
+    from hloscope.formats.build import read_build
+    from hloscope.loader.program import load_program
+    from hloscope.spec.config import TransformerConfig
+    from hloscope.spec.tensors import tokens_per_device
+
+    build = read_build(folder)
+    config = build.config
+    dump = folder / "dump"
+    if not isinstance(config, TransformerConfig) or not dump.is_dir():
+        return None
+    ways = mesh_ways(config, build.target)
+    elements = tokens_per_device(config, ways.batch) * config.vocab // ways.tensor
+    program = load_program(str(dump), lenient=True)
+    if program.module is None:
+        return None
+    entry = {i.name for i in program.module.computations[program.module.entry_name].instructions}
+    return loss_order(program.live_range, program.buffer_assignment, entry, elements)
 
 
 def _step_fields(step: BaselineStep | None) -> dict[str, float]:

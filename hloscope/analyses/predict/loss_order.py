@@ -7,41 +7,18 @@ from the compile of the candidate itself and predicts that order's figure
 (`Prediction.settled`). The order is read from libtpu's dumps of the build, as
 `benchmarks/logits_placement.py` reads it: the loss's f32 logits (f32, [tokens, vocab] on one
 device) are made after the backward loop, the last while loop of the entry computation in the
-flattened schedule (`*-live-range.txt`), or before it.
+flattened schedule (`*-live-range.txt`), or before it. The sweeps read the dumps
+(`sweeps.frontier_run.read_loss_order`); this module only decides from what they read.
 """
 from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 from hloscope.model.xla_memory import BufferAssignment, LiveRangeDump
 
 AFTER, BEFORE = "after", "before"
 _F32_SHAPE = re.compile(r"^f32\[([\d,]*)\]")
-
-
-def compiled_loss_order(folder: str | Path) -> str | None:
-    """AFTER or BEFORE for the build at `folder`; None where its dumps do not show it (no
-    libtpu memory dumps, no f32 logits buffer, no entry while loops, not a transformer)."""
-    from hloscope.analyses.predict.baseline import mesh_ways
-    from hloscope.formats.build import read_build
-    from hloscope.loader.program import load_program
-    from hloscope.spec.config import TransformerConfig
-    from hloscope.spec.tensors import tokens_per_device
-
-    build = read_build(Path(folder))
-    config = build.config
-    dump = Path(folder) / "dump"
-    if not isinstance(config, TransformerConfig) or not dump.is_dir():
-        return None
-    ways = mesh_ways(config, build.target)
-    elements = tokens_per_device(config, ways.batch) * config.vocab // ways.tensor
-    program = load_program(str(dump), lenient=True)
-    if program.module is None:
-        return None
-    entry = {i.name for i in program.module.computations[program.module.entry_name].instructions}
-    return loss_order(program.live_range, program.buffer_assignment, entry, elements)
 
 
 def loss_order(ranges: LiveRangeDump | None, assignment: BufferAssignment | None,
