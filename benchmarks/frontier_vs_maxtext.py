@@ -59,8 +59,8 @@ from hloscope.analyses.predict.baseline import baseline_batch, mesh_ways
 from hloscope.analyses.predict.measured import MeasuredBlock
 from hloscope.analyses.predict.model import Prediction, Predictor
 from hloscope.analyses.predict.step_model import StepPredictor
-from hloscope.spec.presets import preset_config
-from hloscope.spec.tensors import block_tensors, encode_named
+from hloscope.configs.presets import preset_config
+from hloscope.configs.tensors import block_tensors, encode_named
 from hloscope.sweeps.frontier import Candidate, calibrated, frontier_names, policy_space
 from hloscope.sweeps.frontier_run import frontier_capacity
 from hloscope.sweeps.grid import Grid

@@ -89,8 +89,8 @@ def _measured_row(policy: str, folder: Path, device: str) -> dict[str, Any]:
 def compare(args: argparse.Namespace) -> int:
     import hloscope
     from hloscope.analyses.predict.model import Predictor
+    from hloscope.configs.presets import preset_config
     from hloscope.formats.compile_record import MemoryFigures
-    from hloscope.spec.presets import preset_config
     from hloscope.sweeps.frontier_run import baseline_from_build
     from hloscope.sweeps.grid import Grid
     from hloscope.units import format_bytes

@@ -29,8 +29,8 @@ from hloscope.analyses.cost.flops import flops
 from hloscope.analyses.memory.analysis import memory
 from hloscope.analyses.predict.baseline import mesh_ways
 from hloscope.analyses.predict.model import Predictor
+from hloscope.configs.presets import preset_config
 from hloscope.loader.build import load_build
-from hloscope.spec.presets import preset_config
 from hloscope.sweeps.frontier_run import baseline_from_build
 from hloscope.sweeps.grid import Grid
 from hloscope.workloads.cache import default_cache_dir

@@ -19,7 +19,7 @@ from pathlib import Path
 import hloscope
 from hloscope.analyses.predict.baseline import mesh_ways
 from hloscope.analyses.predict.model import Predictor
-from hloscope.spec.presets import preset_config
+from hloscope.configs.presets import preset_config
 from hloscope.sweeps.frontier_run import baseline_from_build
 from hloscope.sweeps.grid import Grid
 from hloscope.units import format_bytes

@@ -33,7 +33,7 @@ TIE = 0.03  # measured steps closer than this may come out in either order
 
 def compiled_module(measured: dict[str, Any], overrides: dict[str, Any], policy: str) -> Any:
     import hloscope
-    from hloscope.spec.presets import preset_config
+    from hloscope.configs.presets import preset_config
     from hloscope.sweeps.grid import Grid
     from hloscope.workloads.cache import default_cache_dir
 

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from hloscope.spec.policies import parse_variants
-from hloscope.spec.presets import preset_config
+from hloscope.configs.policies import parse_variants
+from hloscope.configs.presets import preset_config
 from hloscope.sweeps.core import SweepRequest, run_sweep
 from hloscope.sweeps.executor_base import ExecutorSpec
 

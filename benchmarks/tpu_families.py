@@ -355,7 +355,7 @@ def build(family: Family, k: int, mesh: Any) -> tuple[Callable, tuple, tuple[int
 
 def compile_one(family: Family, k: int) -> dict:
     """Compiles one program (cached): the compile record and its dump folder."""
-    from hloscope.spec.targets import parse_target
+    from hloscope.configs.targets import parse_target
     from hloscope.workloads.compiler import compile_function
     from hloscope.workloads.topology import make_mesh
 
@@ -378,8 +378,8 @@ def compile_one(family: Family, k: int) -> dict:
 
 
 def usable_hbm(family: Family) -> int:
+    from hloscope.configs.targets import parse_target
     from hloscope.devices import get_device
-    from hloscope.spec.targets import parse_target
 
     return get_device(parse_target(family.target).device.name).usable_memory_bytes or 0
 
@@ -427,7 +427,7 @@ def argument_bytes(family: Family, k: int, mesh: Any) -> int:
 def probe(family: Family) -> None:
     """Compiles the knob at which the arguments alone are 1.2 x the usable HBM: libtpu refuses
     it after buffer assignment, before code generation (seconds)."""
-    from hloscope.spec.targets import parse_target
+    from hloscope.configs.targets import parse_target
     from hloscope.workloads.topology import make_mesh
 
     mesh = make_mesh(parse_target(family.target), family.axes, family.mesh)
@@ -439,7 +439,7 @@ def probe(family: Family) -> None:
 
 def compile_all(names: tuple[str, ...]) -> None:
     """Every family, or those named; `FAMILY:K` compiles that one program only."""
-    from hloscope.spec.targets import TPU_QUIET_ENV
+    from hloscope.configs.targets import TPU_QUIET_ENV
 
     os.environ.update(TPU_QUIET_ENV, JAX_PLATFORMS="cpu", JAX_ENABLE_COMPILATION_CACHE="false")
     by_name = {f.name: f for f in FAMILIES}

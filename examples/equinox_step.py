@@ -70,7 +70,7 @@ class Model(eqx.Module):
 
 
 def make_step(remat, unrolled: bool = False):
-    """(train_step, abstract args, jit options): hloscope's factory (see hloscope.spec.step)."""
+    """(train_step, abstract args, jit options): hloscope's factory (see hloscope.configs.step)."""
     # the key is made inside eval_shape: a deviceless TPU cannot hold a concrete array
     model = eqx.filter_eval_shape(lambda: Model(jax.random.key(0)))
     batch, seq = remat.batch or BATCH, remat.seq_len or SEQ

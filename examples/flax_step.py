@@ -75,7 +75,7 @@ def forward(model: Model, x: jax.Array, scan, unrolled: bool = False) -> jax.Arr
 
 
 def make_step(remat, layers=None, unrolled: bool = False):
-    """(train_step, abstract args): hloscope's factory (see hloscope.spec.step)."""
+    """(train_step, abstract args): hloscope's factory (see hloscope.configs.step)."""
     abstract = nnx.eval_shape(lambda: Model(nnx.Rngs(0)))
     graphdef, params = nnx.split(abstract)
     batch = remat.batch or BATCH

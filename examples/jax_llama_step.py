@@ -9,7 +9,7 @@ and gate/up projections, its own checkpoint names (`qkv`, `context`, `gate_up`, 
 the layers stacked on a leading axis and run by `jax.lax.scan` over `remat(block)`, bf16
 compute over fp32 parameters, a causal softmax attention, a tied embedding and an SGD update.
 The parameters are sharded over the mesh's `data` axis (FSDP: XLA gathers each layer's) and
-the batch with them. `make_step(remat)` is hloscope's factory (see hloscope.spec.step).
+the batch with them. `make_step(remat)` is hloscope's factory (see hloscope.configs.step).
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from jax.sharding import AbstractMesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import hloscope
-from hloscope.spec.presets import preset_config
+from hloscope.configs.presets import preset_config
 from hloscope.workloads import transformer
 
 OUT = Path(next((a for a in sys.argv[1:] if not a.startswith("--")), "."))

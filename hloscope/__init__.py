@@ -55,6 +55,7 @@ from hloscope.api import (
     sweep_request,
     trace,
 )
+from hloscope.configs.targets import Target
 from hloscope.errors import HloscopeError, InputError, ParseError, UsageError
 from hloscope.formats.frontier import FrontierRecord, read_frontier
 from hloscope.loader.hlo_input import load_all
@@ -63,7 +64,6 @@ from hloscope.loader.program import Program, load_program
 from hloscope.model.module import Computation, HloModule
 from hloscope.reports import notebook as _notebook  # noqa: F401  (registers the notebook views)
 from hloscope.reports import tables as _tables  # noqa: F401  (registers to_pandas()'s tables)
-from hloscope.spec.targets import Target
 from hloscope.sweeps.core import FrontierOptions, SweepRequest, SweepResult
 from hloscope.sweeps.frontier import FrontierResult
 from hloscope.version import __version__

@@ -2,7 +2,7 @@
 
 Each function returns the result object the CLI renders; every result has `.to_dict()` (the
 JSON document of `--format json`, without its "schema" key) and most have `.to_pandas()` (one
-DataFrame per table, see `hloscope.frames`). A program argument is a `Program` from
+DataFrame per table, see `hloscope.dataframes`). A program argument is a `Program` from
 `load_program()`, an `HloModule` from `load()` or `from_jax()`, or anything `load()` takes (a
 path, a dump or build folder, HLO text); side files (XLA's memory files, a build manifest, a
 capture record, the compile log) are found by the loader, once. The CLI commands call these
@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from hloscope.analyses.cost import CostOptions
 from hloscope.analyses.cost.flops import BREAKDOWNS, DEFAULT_SCOPE_DEPTH, FlopsResult
 from hloscope.analyses.memory.analysis import MemoryResult
+from hloscope.configs.any_config import AnyConfig
+from hloscope.configs.targets import Target, parse_target
 from hloscope.errors import InputError, UsageError
 from hloscope.loader.hlo_input import load_input
 from hloscope.loader.program import Program, as_program, load_program
 from hloscope.model.module import HloModule
-from hloscope.spec.any_config import AnyConfig
-from hloscope.spec.targets import Target, parse_target
 
 if TYPE_CHECKING:
     from hloscope.analyses.cost.remat import RematResult
@@ -39,10 +39,10 @@ if TYPE_CHECKING:
     from hloscope.analyses.summary.overview import OverviewSet
     from hloscope.analyses.summary.variant import BuildSummary
     from hloscope.analyses.trace.analysis import TraceResult
+    from hloscope.configs.config import TransformerConfig
+    from hloscope.configs.policies import NamedTensors, Variant
+    from hloscope.configs.step import StepConfig, StepTensors
     from hloscope.formats.snapshot import Snapshot
-    from hloscope.spec.config import TransformerConfig
-    from hloscope.spec.policies import NamedTensors, Variant
-    from hloscope.spec.step import StepConfig, StepTensors
     from hloscope.sweeps.core import SweepListener, SweepRequest, SweepResult
     from hloscope.sweeps.executors import ExecutorSpec
     from hloscope.sweeps.frontier import FrontierResult
@@ -54,10 +54,12 @@ __all__ = ["build", "check", "compare", "flops", "from_jax", "inspect", "memory"
            "step_policies", "sweep", "sweep_request", "trace"]
 
 ModuleLike = Program | HloModule | str | Path
+"""What the commands' `hlo` argument takes: a loaded Program or HloModule, or what `load()`
+reads (a path to a file, dump or build folder; HLO text)."""
 TargetLike: TypeAlias = "str | Target"
 """A `Target`, or its string (`tpu:v6e-128:slices=4`), parsed once where the API is entered."""
 StepFactory = Callable[..., Any]
-"""A user's `make_step(remat[, layers]) -> (step_fn, args[, jit_kwargs])` (spec/step.py)."""
+"""A user's `make_step(remat[, layers]) -> (step_fn, args[, jit_kwargs])` (configs/step.py)."""
 
 
 def _as_target(target: str | Target) -> Target:
@@ -72,23 +74,23 @@ def as_module(module: ModuleLike) -> HloModule:
     return module if isinstance(module, HloModule) else load_input(module)
 
 
-def inspect(module: ModuleLike, costs: bool = True) -> InspectResult:
+def inspect(hlo: ModuleLike, costs: bool = True) -> InspectResult:
     """Op counts by opcode and category, the entry's parameters and outputs with their bytes,
     and (with `costs`) the FLOP and recomputation totals: what `hloscope inspect` shows."""
     from hloscope.analyses.summary.inspect import inspect as analyse
 
-    return analyse(as_module(module), costs=costs)
+    return analyse(as_module(hlo), costs=costs)
 
 
-def remat(module: ModuleLike, scope_depth: int = DEFAULT_SCOPE_DEPTH) -> RematResult:
+def remat(hlo: ModuleLike, scope_depth: int = DEFAULT_SCOPE_DEPTH) -> RematResult:
     """What jax.checkpoint recomputes and what XLA's remat pass cloned, with their cost by layer
     and scope and the recompute overhead: what `hloscope remat` shows."""
     from hloscope.analyses.cost.remat import remat as analyse
 
-    return analyse(as_module(module), scope_depth=scope_depth)
+    return analyse(as_module(hlo), scope_depth=scope_depth)
 
 
-def flops(module: ModuleLike, by: str | Sequence[str] | None = None,
+def flops(hlo: ModuleLike, by: str | Sequence[str] | None = None,
           scope_depth: int = DEFAULT_SCOPE_DEPTH, xla_conventions: bool = False) -> FlopsResult:
     """FLOPs, transcendentals and bytes with loop trip counts applied, by opcode, scope, layer
     and phase. `by` keeps only those breakdowns (one name: `to_pandas()` is that one frame);
@@ -96,7 +98,7 @@ def flops(module: ModuleLike, by: str | Sequence[str] | None = None,
     from hloscope.analyses.cost.flops import flops as analyse
 
     options = CostOptions.like_xla() if xla_conventions else None
-    result = analyse(as_module(module), scope_depth=scope_depth, options=options)
+    result = analyse(as_module(hlo), scope_depth=scope_depth, options=options)
     if by is None:
         return result
     wanted = [by] if isinstance(by, str) else list(by)
@@ -106,17 +108,17 @@ def flops(module: ModuleLike, by: str | Sequence[str] | None = None,
     return dataclasses.replace(result, breakdowns={name: result.rows(name) for name in wanted})
 
 
-def memory(module: ModuleLike, backend: str | None = None,
-           scope_depth: int = 2) -> MemoryResult:
+def memory(hlo: ModuleLike, backend: str | None = None,
+           scope_depth: int = DEFAULT_SCOPE_DEPTH) -> MemoryResult:
     """The live peak of a scheduled module, the buffers live at it and the timeline; when the
     module was read from an XLA dump (or made by `from_jax`), XLA's own live-range peak and
     allocation too (`result.xla`)."""
     from hloscope.analyses.memory.analysis import program_memory
 
-    return program_memory(as_program(module), backend, scope_depth)
+    return program_memory(as_program(hlo), backend, scope_depth)
 
 
-def oom(module: ModuleLike, device: str | None = None, capacity: int | str | None = None,
+def oom(hlo: ModuleLike, device: str | None = None, capacity: int | str | None = None,
         log: str | Path | None = None, sweep: str | Path | None = None,
         top: int = 10) -> OomDiagnosis:
     """Why the program does (or does not) fit one device: the verdict, what is live at the
@@ -133,7 +135,7 @@ def oom(module: ModuleLike, device: str | None = None, capacity: int | str | Non
     from hloscope.units import parse_bytes
 
     check_device_or_capacity(device, capacity)
-    inputs = oom_inputs(as_program(module, log_path=log))
+    inputs = oom_inputs(as_program(hlo, log_path=log))
     given = parse_bytes(capacity) if isinstance(capacity, str) else capacity
     resolved = resolve_capacity(given, device, inputs.log, inputs.device,
                                 find_gpu_target(inputs.program.hlo_path))
@@ -161,9 +163,9 @@ def oom_step(step: str | StepFactory, target: TargetLike = "cpu", policy: str = 
     import shutil
     import tempfile
 
+    from hloscope.configs.policies import split_policies
+    from hloscope.configs.step import step_policy_name
     from hloscope.formats.sweep import read_sweep
-    from hloscope.spec.policies import split_policies
-    from hloscope.spec.step import step_policy_name
 
     if isinstance(candidates, str):
         candidates = split_policies(candidates)
@@ -195,7 +197,7 @@ def compare(a: ModuleLike, b: ModuleLike, device: str | None = None,
     return compare_modules(as_program(a), as_program(b), target, labels)
 
 
-def snapshot(module: ModuleLike, output: str | Path | None = None,
+def snapshot(hlo: ModuleLike, output: str | Path | None = None,
              force: bool = False) -> Snapshot:
     """The figures `check` compares (peak, allocation, FLOPs, recompute, remat and instruction
     counts, collectives; integers per device) and the toolchain a build manifest records;
@@ -204,14 +206,14 @@ def snapshot(module: ModuleLike, output: str | Path | None = None,
     from hloscope.formats.snapshot import snapshot_text
     from hloscope.reports.output import write_file
 
-    program = as_program(module)
+    program = as_program(hlo)
     taken = snapshot_program(program, _label(program)).snapshot
     if output is not None:
         write_file(output, snapshot_text(taken), force)
     return taken
 
 
-def check(module: ModuleLike, baseline: str | Path, max_peak_increase: str | None = None,
+def check(hlo: ModuleLike, baseline: str | Path, max_peak_increase: str | None = None,
           max_allocation_increase: str | None = None, max_flops_increase: str | None = None,
           max_remat_increase: int | None = None, max_peak: str | None = None,
           device: str | None = None, max_step_time_increase: str | None = None,
@@ -233,7 +235,7 @@ def check(module: ModuleLike, baseline: str | Path, max_peak_increase: str | Non
         if target is None:
             raise UsageError("max_step_time_increase needs a device")
         thresholds.append(step_time_threshold(max_step_time_increase))
-    program = as_program(module)
+    program = as_program(hlo)
     return check_program(program, _label(program), read_snapshot(Path(baseline)), thresholds,
                          target, allow_backend_change)
 
@@ -290,7 +292,7 @@ def build(output: str | Path, model: str | StepFactory = "tiny", policy: str = "
     `xla_flags` go to the compile (LIBTPU_INIT_ARGS on TPU, XLA_FLAGS elsewhere) with those of
     the environment, and are recorded. `result.passed` is False when it did not compile or does
     not fit. `model` may be a user's step factory instead (or `step`, a `FILE.py:function` /
-    `module:function` reference; spec/step.py): its variant `policy` is compiled, `overrides`
+    `module:function` reference; configs/step.py): its variant `policy` is compiled, `overrides`
     then being batch / seq_len / compute_dtype and the mesh sizes it is given."""
     spec = build_spec(model, policy, target, config, xla_flags, step=step, **overrides)
     return build_from(spec, output, force, cache, timeout)
@@ -315,10 +317,10 @@ def build_spec(model: str | StepFactory = "tiny", policy: str = "none",
                xla_flags: Sequence[str] = (), step: str | None = None,
                **overrides: Any) -> BuildSpec:
     """What `build` compiles, checked (the variant, the target, the mesh, jax installed)."""
+    from hloscope.configs.policies import parse_variant
+    from hloscope.configs.presets import preset_config
+    from hloscope.configs.step import StepConfig
     from hloscope.optional import require_compiler
-    from hloscope.spec.policies import parse_variant
-    from hloscope.spec.presets import preset_config
-    from hloscope.spec.step import StepConfig
     from hloscope.workloads.build import BuildSpec
 
     parsed = _as_target(target)
@@ -348,10 +350,10 @@ def profile(output: str | Path, model: str = "tiny", policy: str = "none", steps
     trace and XLA's dump into `output` (an existing non-empty folder only with `force`), and
     returns what `trace()` returns for it (a whole `config` may replace the preset's)."""
     from hloscope.analyses.trace.run import add_measured_memory, analyse_traced
+    from hloscope.configs.policies import parse_variant
+    from hloscope.configs.presets import preset_config
     from hloscope.loader.trace import load_traced
     from hloscope.optional import require_compiler
-    from hloscope.spec.policies import parse_variant
-    from hloscope.spec.presets import preset_config
     from hloscope.workloads.profile import ProfileSpec, run_profile
 
     require_compiler(platform, f"profiling on {platform}")
@@ -379,10 +381,10 @@ def sweep(model: str | StepFactory = "tiny", policies: str | Sequence[str] = "al
           force: bool = False, listener: SweepListener | None = None,
           **overrides: Any) -> SweepResult | FrontierResult:
     """Compiles the remat variants `policies` ("all", a comma-separated list or a list of
-    names, per-tensor `names:...` policies among them: hloscope.spec.policies) of a built-in
+    names, per-tensor `names:...` policies among them: hloscope.configs.policies) of a built-in
     transformer (`model` with config `overrides`, or a whole `config`) — or of the
     user's step when `model` is a factory `make_step(remat[, layers])` (or `step` names one as
-    `FILE.py:function`; see `hloscope.spec.step`) — for `target` (as in `build`) and ranks
+    `FILE.py:function`; see `hloscope.configs.step`) — for `target` (as in `build`) and ranks
     them; the winner (`result.winner`) is the fastest that fits. `output` is a folder for
     sweep.json and every variant's build folder (refused when not empty, unless `force`);
     `cache` a build cache; with neither, the CLI's default build cache (stderr says where).
@@ -465,9 +467,9 @@ def sweep_request(*, model: str | StepFactory = "tiny", policies: str | Sequence
     """What `sweep` runs, from its keywords (the CLI's `sweep` builds its request here too):
     the target parsed, the variants resolved against the config, the search chosen. A
     frontier search compiles `full` baselines, whatever `policies` says."""
-    from hloscope.spec.policies import parse_variants
-    from hloscope.spec.presets import preset_config
-    from hloscope.spec.step import StepConfig
+    from hloscope.configs.policies import parse_variants
+    from hloscope.configs.presets import preset_config
+    from hloscope.configs.step import StepConfig
     from hloscope.sweeps.core import FrontierOptions, SweepRequest
     from hloscope.sweeps.executors import ExecutorSpec
     from hloscope.sweeps.scheduler import DEFAULT_RETRIES
@@ -527,9 +529,9 @@ def policies(model: str = "tiny", target: TargetLike | None = None,
     """The named tensors of a built-in model's block (what a `names:` policy chooses for),
     with their shape and bytes per layer on one device at the model's config (closed form;
     `target` gives the mesh, one device when None), and the remat policy families."""
-    from hloscope.spec.mesh import plan_mesh
-    from hloscope.spec.policies import named_tensors
-    from hloscope.spec.presets import preset_config
+    from hloscope.configs.mesh import plan_mesh
+    from hloscope.configs.policies import named_tensors
+    from hloscope.configs.presets import preset_config
 
     config = config or preset_config(model, **overrides)
     if target is None:
@@ -543,8 +545,8 @@ def _step_variants(config: StepConfig, policies: str, target: str) -> list[Varia
     """The variants of a user step; its per-tensor `names:` policies resolved against the names
     of the step traced for `target` (one child process, no compile; only when there are any),
     so that a name the step does not use is refused before anything compiles."""
-    from hloscope.spec.step import parse_step_variants, resolved_step_variant
-    from hloscope.spec.tensors import NAMED_PREFIX
+    from hloscope.configs.step import parse_step_variants, resolved_step_variant
+    from hloscope.configs.tensors import NAMED_PREFIX
 
     variants = parse_step_variants(policies, config.takes_layers)
     if not any(variant.name.startswith(NAMED_PREFIX) for variant in variants):
@@ -560,7 +562,7 @@ def step_policies(step: str | StepFactory, target: TargetLike = "cpu",
     """The checkpoint names of a user's step (what its `names:` policies choose for), traced
     for `target` (no compile): per (name, source line) the traced shape, dtype and bytes of one
     call (global: the trace does not know the compile's sharding) and where it was named."""
-    from hloscope.spec.step import StepTensorRow, StepTensors
+    from hloscope.configs.step import StepTensorRow, StepTensors
     from hloscope.workloads.step_names import trace_step_names
 
     spec = _as_target(target).spec
@@ -575,7 +577,7 @@ def _step_config(source: str | StepFactory, carrier: Any = None, **overrides: An
     reference (imported here once, to see whether it takes `layers`), with `overrides`
     (batch, seq_len, compute_dtype, tensor_parallel, dcn_data_parallel, ici_fsdp_parallel)
     over the values a `carrier` StepConfig (the CLI's options) holds."""
-    from hloscope.spec.step import StepConfig, file_hash, reference_source
+    from hloscope.configs.step import StepConfig, file_hash, reference_source
 
     if isinstance(source, str):
         from hloscope.workloads.step import reference_takes_layers
@@ -605,7 +607,7 @@ def _compile_flags(xla_flags: Sequence[str]) -> Any:
     """The user's flags with the environment's LIBTPU_INIT_ARGS and XLA_FLAGS."""
     import os
 
-    from hloscope.spec.flags import CompileFlags
+    from hloscope.configs.flags import CompileFlags
 
     if isinstance(xla_flags, str):
         xla_flags = [xla_flags]

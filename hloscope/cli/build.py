@@ -15,12 +15,12 @@ from hloscope.cli.workload_options import (
     step_model_options,
     target_option,
 )
+from hloscope.configs.any_config import AnyConfig
+from hloscope.configs.policies import POLICY_HELP
+from hloscope.configs.step import STEP_POLICY_HELP
+from hloscope.configs.targets import Target
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.reports.sweep import build_report
-from hloscope.spec.any_config import AnyConfig
-from hloscope.spec.policies import POLICY_HELP
-from hloscope.spec.step import STEP_POLICY_HELP
-from hloscope.spec.targets import Target
 from hloscope.units import format_duration
 
 

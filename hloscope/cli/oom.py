@@ -6,9 +6,9 @@ from pathlib import Path
 import click
 
 from hloscope.cli.common import emit, lenient_option, output_options
+from hloscope.configs.step import STEP_POLICY_HELP
 from hloscope.devices import check_device_or_capacity
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
-from hloscope.spec.step import STEP_POLICY_HELP
 from hloscope.units import parse_bytes
 
 

@@ -8,11 +8,11 @@ import click
 from hloscope.api import policies, step_policies
 from hloscope.cli.common import emit, output_options
 from hloscope.cli.workload_options import step_model_options
+from hloscope.configs.any_config import AnyConfig
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.step import StepConfig
+from hloscope.configs.targets import EXAMPLES, parse_target
 from hloscope.reports.policies import policies_report, step_policies_report
-from hloscope.spec.any_config import AnyConfig
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.step import StepConfig
-from hloscope.spec.targets import EXAMPLES, parse_target
 
 
 @click.command("policies")

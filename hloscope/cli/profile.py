@@ -10,9 +10,9 @@ from hloscope.api import profile
 from hloscope.cli.common import emit
 from hloscope.cli.progress import JobProgress, ProgressSettings, progress_options
 from hloscope.cli.workload_options import format_option, model_options
+from hloscope.configs.config import TransformerConfig
 from hloscope.optional import require_compiler
 from hloscope.reports.trace import trace_report
-from hloscope.spec.config import TransformerConfig
 from hloscope.units import format_duration
 
 

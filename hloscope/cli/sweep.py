@@ -22,13 +22,13 @@ from hloscope.cli.workload_options import (
     mesh_options,
     target_option,
 )
+from hloscope.configs.any_config import AnyConfig
+from hloscope.configs.policies import POLICY_HELP
+from hloscope.configs.step import STEP_POLICY_HELP
+from hloscope.configs.targets import Target
 from hloscope.errors import EXIT_CHECK_FAILED, EXIT_OK
 from hloscope.formats.sweep import SWEEP_FILE
 from hloscope.reports.sweep import sweep_report
-from hloscope.spec.any_config import AnyConfig
-from hloscope.spec.policies import POLICY_HELP
-from hloscope.spec.step import STEP_POLICY_HELP
-from hloscope.spec.targets import Target
 from hloscope.sweeps.core import SweepRequest, SweepResult, validate
 from hloscope.sweeps.executors import LOCAL_SLOTS, ExecutorSpec
 from hloscope.sweeps.grid import Grid

@@ -12,12 +12,12 @@ from typing import Any, TypeVar
 
 import click
 
+from hloscope.configs.config import ATTENTIONS, DTYPES, LOSSES, TransformerConfig
+from hloscope.configs.mesh import MESH_EXAMPLE, mesh_config_values, parse_mesh_text
+from hloscope.configs.presets import preset_config, preset_names
+from hloscope.configs.step import StepConfig
+from hloscope.configs.targets import EXAMPLES, parse_target
 from hloscope.reports.registry import DEFAULT_FORMAT, describe_formats, format_names
-from hloscope.spec.config import ATTENTIONS, DTYPES, LOSSES, TransformerConfig
-from hloscope.spec.mesh import MESH_EXAMPLE, mesh_config_values, parse_mesh_text
-from hloscope.spec.presets import preset_config, preset_names
-from hloscope.spec.step import StepConfig
-from hloscope.spec.targets import EXAMPLES, parse_target
 from hloscope.sweeps.executor_base import EXECUTORS, ExecutorSpec
 from hloscope.sweeps.grid import Grid, parse_int_list
 from hloscope.workloads.cache import default_cache_dir

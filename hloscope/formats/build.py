@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hloscope.configs.any_config import AnyConfig
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.step import StepConfig, is_step_config
+from hloscope.configs.targets import Target, parse_target
 from hloscope.errors import InputError
 from hloscope.formats.compile_record import DUMP_FOLDER, LOG_FILE, CompileResult
 from hloscope.formats.json_text import read_json, write_json
-from hloscope.spec.any_config import AnyConfig
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.step import StepConfig, is_step_config
-from hloscope.spec.targets import Target, parse_target
 
 BUILD_MANIFEST_SCHEMA = "hloscope/build-manifest/v1"
 MANIFEST_FILE = "manifest.json"

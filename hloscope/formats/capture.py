@@ -37,7 +37,7 @@ class CaptureInfo:
     @property
     def device(self) -> str:
         """The target's device name (`v5e`, `h100`, `cpu`)."""
-        from hloscope.spec.targets import parse_target
+        from hloscope.configs.targets import parse_target
 
         return parse_target(self.target).device_name
 

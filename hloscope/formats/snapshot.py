@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope.dataframes import Rendered
 from hloscope.errors import InputError, ParseError, SourceLocation
 from hloscope.formats.json_text import document_text
-from hloscope.frames import Rendered
 
 SNAPSHOT_SCHEMA = "hloscope/snapshot/v1"
 TOOLCHAIN_KEYS = ("backend", "jax", "jaxlib", "libtpu", "xla_flags")

@@ -23,9 +23,9 @@ from hloscope.analyses.oom.diagnosis import OomDiagnosis
 from hloscope.analyses.summary.inspect import InspectResult
 from hloscope.analyses.summary.variant import BuildSummary
 from hloscope.analyses.trace.analysis import TraceResult
+from hloscope.dataframes import register_view
 from hloscope.errors import UsageError
 from hloscope.formats.snapshot import Snapshot
-from hloscope.frames import register_view
 from hloscope.reports.check import check_report, snapshot_report
 from hloscope.reports.compare import compare_report
 from hloscope.reports.flops import flops_report

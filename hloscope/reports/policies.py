@@ -1,10 +1,10 @@
 """The Report of `hloscope policies`: the block's named tensors and the policy families."""
 from __future__ import annotations
 
+from hloscope.configs.policies import FAMILY_TABLE, NamedTensors
+from hloscope.configs.step import StepTensors
 from hloscope.reports.paths import with_relative_sources
 from hloscope.reports.report import Column, Quantity, Report, Table
-from hloscope.spec.policies import FAMILY_TABLE, NamedTensors
-from hloscope.spec.step import StepTensors
 
 
 def policies_report(result: NamedTensors) -> Report:
@@ -28,7 +28,7 @@ def policies_report(result: NamedTensors) -> Report:
         notes=[
             "per device, per layer and per micro-batch, closed form from the config: the "
             "batch split over the mesh's batch ways, the column-parallel widths over the "
-            "tensor axis (hloscope.spec.tensors)",
+            "tensor axis (hloscope.configs.tensors)",
             "a per-tensor policy: names:NAME=device|offload|remat,... (unnamed tensors are "
             "recomputed; * sets every name)",
             *(f"{alias} = {expansion}" for alias, expansion in result.aliases.items())],

@@ -70,7 +70,7 @@ class Table:
     detail: bool = False
 
     def to_frame(self) -> pandas.DataFrame:
-        """All rows as a pandas DataFrame, dtypes from the column kinds (see frames.py); a
+        """All rows as a pandas DataFrame, dtypes from the column kinds (see dataframes.py); a
         summary-style cell (`Quantity`) is its value: frames hold numbers, not display units."""
         from hloscope.reports.frames import rows_frame
 

@@ -2,7 +2,7 @@
 
 The command reports show one breakdown and the top rows; these give all of them and every row
 (no "(N more)" row), so each frame's column sums are the result's totals. Each factory is
-registered for its result class with `hloscope.frames.register_tables`; `import hloscope`
+registered for its result class with `hloscope.dataframes.register_tables`; `import hloscope`
 imports this module, so every result's `to_pandas()` finds its tables.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hloscope.analyses.gate.compare import CompareResult
 from hloscope.analyses.memory.analysis import GROUPINGS, MemoryResult
 from hloscope.analyses.oom.diagnosis import OomDiagnosis
 from hloscope.analyses.summary.inspect import InspectResult
-from hloscope.frames import register_tables
+from hloscope.dataframes import register_tables
 from hloscope.reports.flops import breakdown_table
 from hloscope.reports.inspect import inspect_report
 from hloscope.reports.memory import group_table, live_table, spaces_table, timeline_table

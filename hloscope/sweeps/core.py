@@ -18,18 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope.configs.any_config import AnyConfig
+from hloscope.configs.config import param_count
+from hloscope.configs.flags import CompileFlags
+from hloscope.configs.policies import Variant
+from hloscope.configs.step import StepConfig
+from hloscope.configs.targets import Target, parse_target
+from hloscope.dataframes import DataFrames
 from hloscope.devices import memory_budget
 from hloscope.errors import UsageError
 from hloscope.formats.build import LOG_FILE, read_build
 from hloscope.formats.sweep import builds_folder, write_sweep
-from hloscope.frames import DataFrames
 from hloscope.optional import require, require_compiler
-from hloscope.spec.any_config import AnyConfig
-from hloscope.spec.config import param_count
-from hloscope.spec.flags import CompileFlags
-from hloscope.spec.policies import Variant
-from hloscope.spec.step import StepConfig
-from hloscope.spec.targets import Target, parse_target
 from hloscope.sweeps.executor_base import ExecutorSpec
 from hloscope.sweeps.executors import open_executor
 from hloscope.sweeps.faults import attempts_to_kill

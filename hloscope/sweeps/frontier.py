@@ -54,9 +54,9 @@ from typing import Any
 
 from hloscope.analyses.predict.baseline import Baseline, baseline_batch
 from hloscope.analyses.predict.model import Prediction, Predictor
+from hloscope.configs.tensors import CHOICES, block_names, encode_named
+from hloscope.dataframes import Rendered
 from hloscope.errors import UsageError
-from hloscope.frames import Rendered
-from hloscope.spec.tensors import CHOICES, block_names, encode_named
 
 MAX_ROUNDS = 6
 BASELINE = "full"

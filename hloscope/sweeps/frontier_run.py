@@ -22,13 +22,13 @@ from hloscope.analyses.predict.measured import MeasuredBlock, measure_program, n
 from hloscope.analyses.predict.model import Predictor
 from hloscope.analyses.predict.scaled_step import BaselineStep, baseline_step
 from hloscope.analyses.predict.step_model import StepPredictor
+from hloscope.configs.policies import Variant, parse_variant
+from hloscope.configs.step import StepConfig, parse_step_variants, resolved_step_variant
+from hloscope.configs.targets import parse_target
+from hloscope.configs.tensors import encode_named
 from hloscope.devices import memory_budget
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.formats.frontier import write_frontier
-from hloscope.spec.policies import Variant, parse_variant
-from hloscope.spec.step import StepConfig, parse_step_variants, resolved_step_variant
-from hloscope.spec.targets import parse_target
-from hloscope.spec.tensors import encode_named
 from hloscope.sweeps.core import SweepRequest, run_sweep, validate
 from hloscope.sweeps.frontier import (
     FrontierResult,
@@ -224,10 +224,10 @@ def read_loss_order(folder: str | Path) -> str | None:
 def _compiled_loss_order(folder: Path) -> str | None:
     from hloscope.analyses.predict.baseline import mesh_ways
     from hloscope.analyses.predict.loss_order import loss_order
+    from hloscope.configs.config import TransformerConfig
+    from hloscope.configs.tensors import tokens_per_device
     from hloscope.formats.build import read_build
     from hloscope.loader.program import load_program
-    from hloscope.spec.config import TransformerConfig
-    from hloscope.spec.tensors import tokens_per_device
 
     build = read_build(folder)
     config = build.config

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from hloscope.configs.config_kind import ConfigKind, ConfigT
+from hloscope.configs.policies import Variant
 from hloscope.errors import UsageError
-from hloscope.spec.config_kind import ConfigKind, ConfigT
-from hloscope.spec.policies import Variant
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from hloscope.configs.step import StepConfig
 from hloscope.errors import UsageError
-from hloscope.spec.step import StepConfig
 from hloscope.sweeps.core import SweepRequest, SweepResult
 from hloscope.sweeps.ranking import WINNER, Verdict
 from hloscope.sweeps.rows import VariantOutcome

@@ -1,7 +1,7 @@
 """Workloads: the JAX programs hloscope compiles for CPU, TPU and GPU targets, and how it compiles
 them. This is the only package that imports jax, and every compile runs in a child process
 (libtpu can crash a process, and the TPU and CUDA plugins initialise each other when loaded
-together). What is compiled is named in `hloscope.spec` (no jax); sweeps are `hloscope.sweeps`.
+together). What is compiled is named in `hloscope.configs` (no jax); sweeps are `hloscope.sweeps`.
 
 The model (jax):
     layers.py, remat.py, sharding.py, transformer.py   the train step, built from abstract shapes

@@ -22,6 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope.configs.any_config import AnyConfig
+from hloscope.configs.config import param_count
+from hloscope.configs.flags import CompileFlags
+from hloscope.configs.mesh import MeshPlan, plan_mesh
+from hloscope.configs.step import StepConfig
+from hloscope.configs.targets import Target, parse_target
 from hloscope.errors import OutputExistsError, UsageError
 from hloscope.formats.build import (
     DUMP_FOLDER,
@@ -32,30 +38,24 @@ from hloscope.formats.build import (
     write_build_files,
 )
 from hloscope.formats.compile_record import CompileResult
-from hloscope.spec.any_config import AnyConfig
-from hloscope.spec.config import param_count
-from hloscope.spec.flags import CompileFlags
-from hloscope.spec.mesh import MeshPlan, plan_mesh
-from hloscope.spec.step import StepConfig
-from hloscope.spec.targets import Target, parse_target
 from hloscope.version import __version__
 from hloscope.workloads.compiler import package_versions
 from hloscope.workloads.fingerprint import file_fingerprint
 from hloscope.workloads.runner import TRANSFORMER_BUILDER, CompileRequest, compile_in_subprocess
 
 MODULE_NAME = "jit_train_step"
-_WORKLOAD_SOURCES = ("spec/config.py", "workloads/transformer.py", "workloads/layers.py",
+_WORKLOAD_SOURCES = ("configs/config.py", "workloads/transformer.py", "workloads/layers.py",
                      "workloads/blockwise.py", "workloads/splash.py",
                      "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
-                     "workloads/compile_job.py", "spec/targets.py",
-                     "workloads/topology.py", "spec/mesh.py", "spec/slices.py",
-                     "spec/flags.py", "workloads/checkpoint_names.py")  # under hloscope/
-_STEP_SOURCES = ("spec/step.py", "workloads/step.py", "workloads/capture.py",
+                     "workloads/compile_job.py", "configs/targets.py",
+                     "workloads/topology.py", "configs/mesh.py", "configs/slices.py",
+                     "configs/flags.py", "workloads/checkpoint_names.py")  # under hloscope/
+_STEP_SOURCES = ("configs/step.py", "workloads/step.py", "workloads/capture.py",
                  "workloads/remat.py", "workloads/sharding.py", "workloads/compiler.py",
-                 "workloads/compile_job.py", "spec/targets.py", "workloads/topology.py",
-                 "spec/mesh.py", "spec/slices.py", "spec/flags.py",
+                 "workloads/compile_job.py", "configs/targets.py", "workloads/topology.py",
+                 "configs/mesh.py", "configs/slices.py", "configs/flags.py",
                  "workloads/checkpoint_names.py")
-STEP_BUILDER = "hloscope.workloads.step:build_step"  # a user's factory (spec/step.py)
+STEP_BUILDER = "hloscope.workloads.step:build_step"  # a user's factory (configs/step.py)
 _MODULE_FILE = re.compile(r"^module_(\d+)\.(?P<name>[^.]+)\..*after_optimizations\.txt$")
 
 

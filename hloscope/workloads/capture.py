@@ -37,12 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hloscope.configs.targets import Target, parse_target
 from hloscope.errors import EXIT_INPUT_MALFORMED, HloscopeError, UsageError
 from hloscope.formats.capture import CaptureInfo, capture_dump, capture_log, write_capture
 from hloscope.formats.compile_record import CompileResult
 from hloscope.model.module import HloModule
 from hloscope.optional import require, require_compiler
-from hloscope.spec.targets import Target, parse_target
 
 CAPTURE_BUILDER = "hloscope.workloads.capture:rebuild"
 FAILED = ("error", "crash", "timeout")
@@ -79,7 +79,7 @@ class Remat:
 
     def __init__(self, policy: str | Callable[..., Any]) -> None:
         if isinstance(policy, str):
-            from hloscope.spec.config import REMAT_POLICIES
+            from hloscope.configs.config import REMAT_POLICIES
 
             if policy not in REMAT_POLICIES:
                 raise UsageError(f"unknown remat policy {policy!r}; known: "

@@ -65,7 +65,7 @@ def named_values(closed_jaxpr: Any, variant: Variant) -> list[CheckpointName]:
 def variant_of(builder_kwargs: dict[str, Any]) -> Variant | None:
     """The variant's checkpoint from a compile request's builder arguments: a TransformerConfig's
     or a StepConfig's `remat` (None for other builders)."""
-    from hloscope.spec.config import TransformerConfig
+    from hloscope.configs.config import TransformerConfig
     from hloscope.workloads.remat import checkpoint_policy
 
     config = builder_kwargs.get("step", builder_kwargs)

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hloscope.configs.targets import Target, parse_target, target_environment
 from hloscope.formats.compile_record import CompileResult
-from hloscope.spec.targets import Target, parse_target, target_environment
 from hloscope.workloads.missing import COMPILE_STACK, guarded
 
 PARENT_PID_ENV = "HLOSCOPE_COMPILE_PARENT"

@@ -2,7 +2,7 @@
 
 Pure functions of arrays and parameter dicts, in the compute dtype with fp32 norms and softmax.
 Every activation a remat policy may save is named with `checkpoint_name` (the table in
-`hloscope.spec.tensors`, with MaxText's names for the same tensors): the norm outputs `norm1` /
+`hloscope.configs.tensors`, with MaxText's names for the same tensors): the norm outputs `norm1` /
 `norm2`, the Q/K/V projections (`qkv` fused, or `query_proj` / `key_proj` / `value_proj`), the
 attention output before its projection `attn_out`, that projection `out_proj`, the MLP's input
 projections (`mlp_in`, or SwiGLU's `mlp_gate` / `mlp_up`), its activation `mlp_hidden` and its
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax.ad_checkpoint import checkpoint_name
 
-from hloscope.spec.config import TransformerConfig
+from hloscope.configs.config import TransformerConfig
 from hloscope.workloads.blockwise import blockwise_attention
 from hloscope.workloads.splash import splash_attention
 

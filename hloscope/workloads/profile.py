@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hloscope.configs.config import TransformerConfig, param_count
+from hloscope.configs.targets import parse_target
 from hloscope.errors import HloscopeError
 from hloscope.formats.profile import (
     DUMP_FOLDER,
@@ -27,8 +29,6 @@ from hloscope.formats.profile import (
     profile_files,
     write_profile_manifest,
 )
-from hloscope.spec.config import TransformerConfig, param_count
-from hloscope.spec.targets import parse_target
 from hloscope.version import __version__
 from hloscope.workloads.build import prepare_folder
 from hloscope.workloads.compiler import package_versions

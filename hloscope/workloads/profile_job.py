@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hloscope.spec.config import TransformerConfig
+from hloscope.configs.config import TransformerConfig
 from hloscope.workloads.missing import guarded
 
 STEP_NAME = "train"

@@ -28,8 +28,8 @@ Policies on the block's own names (config.BLOCK_REMAT_POLICIES):
   saveable, so jax saves it under the other name (`save_anything_except_these_names` saves the
   GELU output it was told not to). Saving only projections and names makes every elementwise
   chain, the excluded activations among them, recomputable from saved matmul outputs.
-Per-tensor policies (`names:NAME=CHOICE,...`, hloscope.spec.tensors; a user step's over its own
-names, hloscope.spec.step): `save_and_offload_only_
+Per-tensor policies (`names:NAME=CHOICE,...`, hloscope.configs.tensors; a user step's over its own
+names, hloscope.configs.step): `save_and_offload_only_
 these_names(names_which_can_be_saved=<device names>, names_which_can_be_offloaded=<offload
 names>, offload_src="device", offload_dst="pinned_host")`; remat names and unnamed values are
 recomputed. `save_named` / `offload_named` save the same tensors as the per-tensor policy with
@@ -47,7 +47,7 @@ from typing import Any
 import jax
 from jax.ad_checkpoint import checkpoint_name
 
-from hloscope.spec.config import (
+from hloscope.configs.config import (
     CARRY_OFFLOAD_POLICIES,
     LAYER_INPUT,
     LAYER_PARAMS,
@@ -56,8 +56,8 @@ from hloscope.spec.config import (
     SAVED_NAMES,
     TransformerConfig,
 )
-from hloscope.spec.step import explicit_named
-from hloscope.spec.tensors import (
+from hloscope.configs.step import explicit_named
+from hloscope.configs.tensors import (
     NAMED_PREFIX,
     block_names,
     decode_named,

@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from hloscope.configs.flags import CompileFlags
+from hloscope.configs.targets import parse_target, target_environment
 from hloscope.formats.compile_record import CompileResult
-from hloscope.spec.flags import CompileFlags
-from hloscope.spec.targets import parse_target, target_environment
 from hloscope.workloads.compile_job import PARENT_PID_ENV
 from hloscope.workloads.missing import raise_if_missing
 

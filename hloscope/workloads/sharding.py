@@ -11,7 +11,7 @@ Without tensor parallelism or FSDP the parameters are replicated and no sharding
 added, which keeps the data-parallel program the fixtures were made from unchanged.
 
 On several slices, or with a mesh option stated, the mesh is the hybrid (`data`, `fsdp`,
-`tensor`) one of `hloscope.spec.mesh`: `data` spans the slices (DCN), `fsdp` and `tensor` stay
+`tensor`) one of `hloscope.configs.mesh`: `data` spans the slices (DCN), `fsdp` and `tensor` stay
 inside one (ICI). The batch (and every activation's batch dimension) is split over `data` x
 `fsdp`, and the weights over `fsdp` in place of `data`, so parameter all-gathers and gradient
 reduce-scatters stay on ICI and only the data-parallel gradient reduction crosses slices.
@@ -27,8 +27,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.mesh import DATA, FSDP, TENSOR, MeshConfig, MeshPlan, plan_mesh
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.mesh import DATA, FSDP, TENSOR, MeshConfig, MeshPlan, plan_mesh
 from hloscope.workloads.topology import slice_index, slice_order
 
 COLUMN_PARALLEL = frozenset({"qkv", "q", "k", "v", "fc", "gate", "up", "unembed"})

@@ -23,8 +23,8 @@ from typing import Any
 import jax
 from jax.sharding import PartitionSpec as P
 
+from hloscope.configs.config import TransformerConfig
 from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig
 from hloscope.workloads import sharding
 
 KERNEL_TARGET = "tpu_custom_call"

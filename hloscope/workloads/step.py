@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hloscope.configs.step import StepConfig
 from hloscope.errors import HloscopeError, InputError, UsageError
-from hloscope.spec.step import StepConfig
 from hloscope.workloads.capture import CapturedSpec, concrete_args, portable_args
 
 
@@ -223,7 +223,7 @@ def step_source(factory: Callable[..., Any]) -> dict[str, Any]:
     imports it as the module's author meant (classes pickled by value lose their metaclass
     behaviour: an equinox Module's fields become unassignable); else pickled by value (its
     module too, unless installed). With its hash, and whether it takes `layers`."""
-    from hloscope.spec.step import file_hash
+    from hloscope.configs.step import file_hash
     from hloscope.workloads.capture import _pickled
 
     path = _defining_file(factory)

@@ -23,6 +23,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from hloscope.configs.step import StepConfig
+from hloscope.configs.targets import parse_target
 from hloscope.errors import InputError, UsageError
 from hloscope.formats.checkpoint_names import (
     NAMES_FILE,
@@ -30,8 +32,6 @@ from hloscope.formats.checkpoint_names import (
     read_names,
     write_names,
 )
-from hloscope.spec.step import StepConfig
-from hloscope.spec.targets import parse_target
 from hloscope.workloads.runner import child_environment, handshake_files, run_child, tail_of_log
 
 TRACE_TIMEOUT = 900.0

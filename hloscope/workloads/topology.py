@@ -5,7 +5,7 @@ called.
 Multislice (docs/targets.md): `get_topology_desc(name, "tpu", num_slices=N)` builds every slice's
 devices deviceless, each with its `slice_index`. The devices of a multislice target are ordered
 by (slice_index, id), so that a reshape to (slices, devices per slice) puts one slice in each row:
-the DCN axis first, the ICI axes after it (`hloscope.spec.mesh`). A single slice keeps the order
+the DCN axis first, the ICI axes after it (`hloscope.configs.mesh`). A single slice keeps the order
 the topology gives.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hloscope.configs.targets import Target
 from hloscope.errors import UsageError
-from hloscope.spec.targets import Target
 
 
 def make_topology(target: Target) -> list[Any]:

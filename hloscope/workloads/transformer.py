@@ -46,8 +46,8 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh
 
+from hloscope.configs.config import TransformerConfig
 from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig
 from hloscope.workloads import sharding
 from hloscope.workloads.blockwise import blockwise_cross_entropy
 from hloscope.workloads.layers import block, norm

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 import hloscope
 from hloscope.api import sweep_request
 from hloscope.cli.main import cli
+from hloscope.configs.targets import Target, parse_target
 from hloscope.errors import UsageError
-from hloscope.spec.targets import Target, parse_target
 from hloscope.sweeps.core import FrontierOptions, SweepRequest
 from hloscope.sweeps.frontier import FrontierResult
 

@@ -11,8 +11,8 @@ from conftest import FIXTURES
 
 from hloscope.analyses.memory.analysis import memory
 from hloscope.cli.main import cli
+from hloscope.configs.config import TransformerConfig, param_count
 from hloscope.parsers.hlo_file import load_file
-from hloscope.spec.config import TransformerConfig, param_count
 
 FOLDER = FIXTURES / "cpu-trace" / "full-scan"
 HLO = next((FOLDER / "hlo").glob("*.txt.gz"))

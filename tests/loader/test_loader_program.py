@@ -14,9 +14,9 @@ import pytest
 from conftest import FIXTURES
 
 import hloscope
+from hloscope.configs.config import TransformerConfig
 from hloscope.errors import EXIT_INPUT_MISSING, InputError
 from hloscope.loader import Program, as_program, load_program, program_of
-from hloscope.spec.config import TransformerConfig
 
 CPU_FULL = FIXTURES / "cpu" / "remat-full"
 TPU_NONE = FIXTURES / "tpu-v5e-2x2" / "remat-none"

@@ -25,7 +25,7 @@ POLICIES = ("none", "full", "dots_saveable")
 
 
 def _variant(policy: str):
-    from hloscope.spec.step import StepConfig
+    from hloscope.configs.step import StepConfig
 
     return StepConfig("oracle", "", takes_layers=True, remat=policy)
 

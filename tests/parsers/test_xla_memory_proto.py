@@ -46,7 +46,7 @@ def _programs():  # noqa: C901  (one closure per program)
     import jax
     import jax.numpy as jnp
 
-    from hloscope.spec.targets import parse_target
+    from hloscope.configs.targets import parse_target
     from hloscope.workloads.topology import make_mesh
     from hloscope.workloads.transformer import build_train_step
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 
 import hloscope
-from hloscope.frames import DataFrames, register_tables, result_tables, tables_factory
+from hloscope.dataframes import DataFrames, register_tables, result_tables, tables_factory
 from hloscope.reports.report import Column, Quantity, Table
 
 
@@ -55,7 +55,7 @@ def test_importing_hloscope_registers_every_result() -> None:
 
 
 def test_frames_imports_nothing_above_the_foundation() -> None:
-    tree = ast.parse((REPO / "hloscope" / "frames.py").read_text())
+    tree = ast.parse((REPO / "hloscope" / "dataframes.py").read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                  for alias in node.names}

@@ -8,7 +8,7 @@ import json
 from click.testing import CliRunner
 
 from hloscope.cli.main import cli
-from hloscope.spec.presets import preset_config
+from hloscope.configs.presets import preset_config
 from hloscope.sweeps.frontier import frontier_names, policy_space
 
 

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 from hloscope.analyses.predict.baseline import Baseline
-from hloscope.spec.presets import preset_config
-from hloscope.spec.tensors import decode_named
+from hloscope.configs.presets import preset_config
+from hloscope.configs.tensors import decode_named
 from hloscope.sweeps.frontier import MAX_ROUNDS, FrontierSearch, frontier_names, policy_space
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "predict" / "tiny-v5e-2x2.json"

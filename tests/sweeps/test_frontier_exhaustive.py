@@ -22,7 +22,7 @@ from frontier_truth import assert_winners_are_the_exhaustive_ones
 
 import hloscope
 from hloscope.analyses.predict.model import Predictor
-from hloscope.spec.presets import preset_config
+from hloscope.configs.presets import preset_config
 from hloscope.sweeps.frontier import frontier_names, policy_space
 from hloscope.sweeps.grid import Grid
 

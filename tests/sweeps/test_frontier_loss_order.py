@@ -13,9 +13,9 @@ from squeeze_record import RECORD, baselines
 from hloscope.analyses.predict.baseline import Baseline
 from hloscope.analyses.predict.loss_order import AFTER, BEFORE
 from hloscope.analyses.predict.model import LOSS_ORDER_TOLERANCE, Predictor
+from hloscope.configs.presets import preset_config
+from hloscope.configs.targets import parse_target
 from hloscope.devices import memory_budget
-from hloscope.spec.presets import preset_config
-from hloscope.spec.targets import parse_target
 from hloscope.sweeps.frontier import FrontierSearch, frontier_names, policy_space
 
 DEVICES = 4

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hloscope.analyses.predict.baseline import Baseline
 from hloscope.analyses.predict.model import Predictor
-from hloscope.spec.presets import preset_config
+from hloscope.configs.presets import preset_config
 from hloscope.sweeps.frontier import FrontierSearch, frontier_names, policy_space
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "predict" / "tiny-v5e-2x2.json"

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from hloscope.cli.main import cli
-from hloscope.spec.presets import preset_config
-from hloscope.spec.tensors import block_tensors, device_shape, tensor_bytes
+from hloscope.configs.presets import preset_config
+from hloscope.configs.tensors import block_tensors, device_shape, tensor_bytes
 from hloscope.workloads import layers, transformer
 from hloscope.workloads.checkpoint_names import Variant, named_values
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hloscope.spec.policies import parse_variant
-from hloscope.spec.presets import preset_config
+from hloscope.configs.policies import parse_variant
+from hloscope.configs.presets import preset_config
 from hloscope.workloads.build import BuildSpec
 from hloscope.workloads.estimate import estimate_compiles
 

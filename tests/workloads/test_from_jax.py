@@ -16,8 +16,8 @@ from jax.sharding import PartitionSpec as P
 
 import hloscope
 from hloscope.cli.main import cli
+from hloscope.configs.presets import preset_config
 from hloscope.errors import UsageError
-from hloscope.spec.presets import preset_config
 from hloscope.workloads import transformer
 from hloscope.workloads.capture import CaptureError
 

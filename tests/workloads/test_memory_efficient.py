@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner
 from test_workloads import needs_jax, train_step_files
 
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.policies import all_variant_names, parse_variant
+from hloscope.configs.presets import preset_config
 from hloscope.errors import EXIT_USAGE, UsageError
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.policies import all_variant_names, parse_variant
-from hloscope.spec.presets import preset_config
 from hloscope.workloads.runner import CompileRequest, compile_in_subprocess
 
 FP32 = {"param_dtype": "float32", "compute_dtype": "float32"}
@@ -389,7 +389,7 @@ def test_splash_kernel_flops_agree_with_blockwise_attention_matmuls(tmp_path: Pa
     1%, for XLA choosing other matmul forms."""
     from hloscope.analyses.roofline import peak_flops
     from hloscope.api import build, flops
-    from hloscope.spec.targets import parse_target
+    from hloscope.configs.targets import parse_target
 
     target = "tpu:v5e:2x2"
     config = dataclasses.replace(

@@ -28,12 +28,12 @@ import pytest
 from click.testing import CliRunner
 
 from hloscope.cli.main import cli
-from hloscope.spec.targets import parse_target
+from hloscope.configs.targets import parse_target
 
 PROBE = """
 import json, sys
 from jax.experimental import topologies
-from hloscope.spec.slices import accelerator_types
+from hloscope.configs.slices import accelerator_types
 from hloscope.devices import get_device
 found = {}
 multi = topologies.get_topology_desc("v6e:8x16", "tpu", num_slices=4).devices

@@ -23,8 +23,8 @@ ORACLE = """
 import dataclasses, json, sys
 import jax, jax.numpy as jnp
 from jax._src.ad_checkpoint import saved_residuals
-from hloscope.spec.policies import parse_variant
-from hloscope.spec.presets import preset_config
+from hloscope.configs.policies import parse_variant
+from hloscope.configs.presets import preset_config
 from hloscope.workloads import layers, remat, transformer
 
 base = dataclasses.replace(preset_config("tiny"), seq_len=16, batch=2)

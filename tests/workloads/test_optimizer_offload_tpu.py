@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 import hloscope
 from hloscope.cli.main import cli
-from hloscope.spec.config import block_param_count_of, norm_param_count, param_count
-from hloscope.spec.presets import preset_config
+from hloscope.configs.config import block_param_count_of, norm_param_count, param_count
+from hloscope.configs.presets import preset_config
 from hloscope.workloads.build import BuildSpec
 
 SEQ, BATCH, DEVICES, LAYERS = 512, 64, 4, 2

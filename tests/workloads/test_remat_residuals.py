@@ -14,10 +14,10 @@ import dataclasses
 import pytest
 from test_workloads import needs_jax
 
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.policies import parse_variant
-from hloscope.spec.presets import preset_config
-from hloscope.spec.tensors import qkv_names
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.policies import parse_variant
+from hloscope.configs.presets import preset_config
+from hloscope.configs.tensors import qkv_names
 
 BATCH, SEQ = 2, 16
 GPT = dataclasses.replace(preset_config("tiny"), seq_len=SEQ, batch=BATCH)

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from hloscope.cli.main import cli
-from hloscope.spec.policies import parse_variant
-from hloscope.spec.presets import preset_config
+from hloscope.configs.policies import parse_variant
+from hloscope.configs.presets import preset_config
 from hloscope.sweeps.tasks import CompileTask, receive, run_task
 from hloscope.workloads.build import BuildSpec
 from hloscope.workloads.cache import BuildCache

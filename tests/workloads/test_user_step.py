@@ -43,7 +43,7 @@ def _unrolled_xla_flops(example) -> float:
     import numpy as np
     from jax.sharding import Mesh
 
-    from hloscope.spec.step import StepConfig
+    from hloscope.configs.step import StepConfig
     from hloscope.workloads.step import StepRemat
 
     mesh = Mesh(np.array(jax.devices("cpu")[:1]), ("data",))

@@ -67,7 +67,7 @@ def _xla_allocation(policy: str) -> int:
     import numpy as np
     from jax.sharding import Mesh
 
-    from hloscope.spec.step import StepConfig
+    from hloscope.configs.step import StepConfig
     from hloscope.workloads.step import LayerScan, StepRemat
 
     mesh = Mesh(np.array(jax.devices("cpu")[:1]), ("data",))
@@ -108,7 +108,7 @@ def test_offload_carries_through_layers_scan(tmp_path):
     from jax._src.ad_checkpoint import saved_residuals
     from user_step_programs import _block_and_args
 
-    from hloscope.spec.step import StepConfig
+    from hloscope.configs.step import StepConfig
     from hloscope.workloads.remat import checkpointed
 
     done = _cli("build", "--step", STEP, "--target", "cpu", "--policy", "offload_carries",

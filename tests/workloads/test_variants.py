@@ -13,16 +13,16 @@ from test_workloads import needs_jax
 
 from hloscope.analyses.roofline import estimate_step
 from hloscope.analyses.summary.variant import HloFigures, VariantFigures, oom_temporaries
-from hloscope.devices import get_device
-from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig, param_count
-from hloscope.spec.policies import (
+from hloscope.configs.config import TransformerConfig, param_count
+from hloscope.configs.policies import (
     all_variant_names,
     default_block_size,
     parse_variant,
     parse_variants,
 )
-from hloscope.spec.presets import PRESETS, PUBLISHED_PARAMETERS, preset_config
+from hloscope.configs.presets import PRESETS, PUBLISHED_PARAMETERS, preset_config
+from hloscope.devices import get_device
+from hloscope.errors import UsageError
 from hloscope.sweeps.ranking import rank_variants
 from hloscope.sweeps.search import BatchSearch
 from hloscope.workloads.build import BuildSpec
@@ -212,7 +212,7 @@ def test_the_parent_side_never_imports_jax() -> None:
 
     modules = ("hloscope.cli.main", "hloscope.sweeps.core", "hloscope.workloads.build",
                "hloscope.workloads.cache", "hloscope.analyses.summary.variant",
-               "hloscope.spec.policies", "hloscope.spec.presets",
+               "hloscope.configs.policies", "hloscope.configs.presets",
                "hloscope.reports.sweep", "hloscope.analyses.memory.host_offload")
     code = f"import sys, {', '.join(modules)}; sys.exit('jax' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REPO
 
+from hloscope.configs.config import TransformerConfig, closed_form_param_count, param_count
+from hloscope.configs.targets import parse_target, target_environment
 from hloscope.errors import UsageError
 from hloscope.formats.compile_record import CompileResult
-from hloscope.spec.config import TransformerConfig, closed_form_param_count, param_count
-from hloscope.spec.targets import parse_target, target_environment
 from hloscope.workloads.runner import CompileRequest, compile_in_subprocess
 
 TINY = TransformerConfig(d_model=64, n_layers=2, n_heads=4, d_ff=256, vocab=256, seq_len=32,
@@ -73,8 +73,8 @@ def test_target_environment() -> None:
 
 
 def test_importing_hloscope_never_imports_jax() -> None:
-    code = ("import sys, hloscope, hloscope.devices, hloscope.spec.targets, "
-            "hloscope.workloads.runner, hloscope.spec.config, hloscope.formats.compile_record; "
+    code = ("import sys, hloscope, hloscope.devices, hloscope.configs.targets, "
+            "hloscope.workloads.runner, hloscope.configs.config, hloscope.formats.compile_record; "
             "sys.exit('jax' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
 

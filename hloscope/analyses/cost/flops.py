@@ -21,7 +21,7 @@ from hloscope.analyses.cost import Cost, CostAnalysis, CostOptions
 from hloscope.analyses.cost.attribution import Charge, charges, split
 from hloscope.analyses.cost.phases import DEFAULT_SCOPE_DEPTH, PHASE_ORDER, layer_number, scope_path
 from hloscope.analyses.cost.vector import ZERO
-from hloscope.frames import DataFrames
+from hloscope.dataframes import DataFrames
 from hloscope.gc_pause import paused_gc
 from hloscope.model.module import HloModule
 

@@ -37,7 +37,7 @@ from hloscope.analyses.cost.flops import (
     scope_key,
 )
 from hloscope.analyses.cost.phases import Phase
-from hloscope.frames import DataFrames
+from hloscope.dataframes import DataFrames
 from hloscope.gc_pause import paused_gc
 from hloscope.model.module import HloModule
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from hloscope.analyses.gate.headline import step_metric
 from hloscope.analyses.gate.snapshot import snapshot_program
+from hloscope.dataframes import Rendered
 from hloscope.devices import Device, memory_budget
 from hloscope.errors import UsageError
 from hloscope.formats.snapshot import TOOLCHAIN_KEYS, Snapshot
-from hloscope.frames import Rendered
 from hloscope.loader.program import Program
 from hloscope.units import format_bytes, parse_bytes, parse_threshold
 

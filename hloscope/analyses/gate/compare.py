@@ -17,8 +17,8 @@ from typing import Any
 from hloscope.analyses.gate.headline import Metric, headline
 from hloscope.analyses.memory.analysis import BufferRow, MemoryResult
 from hloscope.analyses.summary.overview import ModuleOverview, overview
+from hloscope.dataframes import DataFrames
 from hloscope.devices import Device
-from hloscope.frames import DataFrames
 from hloscope.loader.program import Program
 
 _LAYOUT = re.compile(r"\{[^{}]*\}$")

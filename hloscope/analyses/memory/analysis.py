@@ -52,7 +52,7 @@ from hloscope.analyses.memory.liveness.values import Value
 from hloscope.analyses.memory.story import MemoryStory, SpaceFigures, StoryInputs, memory_story
 from hloscope.analyses.memory.working_set import LayerWorkingSet, layer_working_set
 from hloscope.analyses.memory.xla import ALLOCATION_PARTS, XlaFigures
-from hloscope.frames import DataFrames
+from hloscope.dataframes import DataFrames
 from hloscope.gc_pause import paused_gc
 from hloscope.loader.backend import detect_backend
 from hloscope.model.instruction import Instruction

@@ -41,7 +41,7 @@ weights, first and second moments (12 B), and 16-bit gradients (2 B) while they 
 ZeRO paper's figure, with the fp16 copy counted as the parameter itself. fp32 parameters need no
 master copy: 4 + 8 + 4 = 16 B as well, with 4-byte gradients.
 
-FSDP shards inside one slice only (`hloscope.spec.mesh`: the `fsdp` axis is ICI; data
+FSDP shards inside one slice only (`hloscope.configs.mesh`: the `fsdp` axis is ICI; data
 parallelism crosses slices), so `fsdp_ways` is a slice's devices over tensor parallelism on a
 multislice target, not every device of it.
 """
@@ -50,13 +50,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import asdict, dataclass
 
-from hloscope.errors import UsageError
-from hloscope.spec.config import (
+from hloscope.configs.config import (
     RECOMPUTE_LEVELS,
     RECOMPUTE_POLICIES,
     TransformerConfig,
 )
-from hloscope.spec.mesh import plan_mesh
+from hloscope.configs.mesh import plan_mesh
+from hloscope.errors import UsageError
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 ZERO_TEXTBOOK_BYTES_PER_PARAM = 16  # Rajbhandari et al.: fp16 params + grads, fp32 Adam states

@@ -46,11 +46,11 @@ from hloscope.analyses.oom.remedies import (
 )
 from hloscope.analyses.oom.sharding import ShardingFindings, sharding_findings
 from hloscope.analyses.summary.variant import host_fit
+from hloscope.configs.config import TransformerConfig, param_count
+from hloscope.dataframes import DataFrames
 from hloscope.devices import get_device
 from hloscope.formats.sweep import SweepRow
-from hloscope.frames import DataFrames
 from hloscope.parsers.compile_log import CompileLog
-from hloscope.spec.config import TransformerConfig, param_count
 
 AROUND_STEPS = 3
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.targets import parse_target
 from hloscope.loader.program import Program
 from hloscope.model.module import HloModule
 from hloscope.parsers.compile_log import CompileLog
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.targets import parse_target
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ from hloscope.analyses.oom.categories import (
     category_bytes,
 )
 from hloscope.analyses.oom.sharding import ShardingFindings
-from hloscope.spec.config import TransformerConfig
+from hloscope.configs.config import TransformerConfig
 
 REMAT_ORDER = {"none": 0, "dots_saveable": 1, "dots_with_no_batch_dims_saveable": 1,
                "recompute:1": 1, "recompute:2": 1, "save_named": 2, "offload_named": 3,

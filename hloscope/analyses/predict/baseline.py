@@ -18,13 +18,13 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from hloscope.analyses.predict.scaled_step import BaselineStep
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.flag_values import flag_value
-from hloscope.spec.flags import CompileFlags
-from hloscope.spec.mesh import plan_mesh
-from hloscope.spec.step import is_step_config
-from hloscope.spec.targets import Target, parse_target
-from hloscope.spec.tensors import tokens_per_device
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.flag_values import flag_value
+from hloscope.configs.flags import CompileFlags
+from hloscope.configs.mesh import plan_mesh
+from hloscope.configs.step import is_step_config
+from hloscope.configs.targets import Target, parse_target
+from hloscope.configs.tensors import tokens_per_device
 
 
 @dataclass(frozen=True)

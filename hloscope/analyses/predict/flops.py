@@ -19,7 +19,7 @@ baseline absorbs what XLA adds or removes beside it).
 """
 from __future__ import annotations
 
-from hloscope.spec.tensors import BlockConfig, block_tensors
+from hloscope.configs.tensors import BlockConfig, block_tensors
 
 PROBS = "probs"
 

@@ -1,6 +1,6 @@
 """What each checkpoint name of a user's block costs, measured on compiled programs (no jax).
 
-The built-in block's names have closed forms (`spec/tensors.py` for bytes, `flops.py` for the
+The built-in block's names have closed forms (`configs/tensors.py` for bytes, `flops.py` for the
 recompute each saves); a user's block does not. Two compiles at one batch measure a name: `full`
 (every name recomputed) and `names:NAME=device` (that name kept). Of those two programs:
 

@@ -2,7 +2,7 @@
 compiled `full` baselines and the config, without compiling it.
 
 The device bytes are the baselines' allocation scaled with the tokens, plus each kept name's L
-layers (its closed-form bytes, `spec/tensors.py`) less the headroom `full` leaves above its layer
+layers (its closed-form bytes, `configs/tensors.py`) less the headroom `full` leaves above its layer
 loops, plus what offloaded names hold on the device, and under micro-batches a gradient
 accumulator and the whole model state. On TPU, where that need exceeds libtpu's
 rematerialization limit, the allocation is where libtpu's recompute lands. FLOPs are the
@@ -34,10 +34,9 @@ from hloscope.analyses.predict.loss_order import AFTER
 from hloscope.analyses.predict.scaled_step import PredictedStep, StepChange, predicted_step
 from hloscope.analyses.roofline import estimate_step
 from hloscope.calibration import tpu as tpu_calibration
-from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig, param_count
-from hloscope.spec.targets import parse_target
-from hloscope.spec.tensors import (
+from hloscope.configs.config import TransformerConfig, param_count
+from hloscope.configs.targets import parse_target
+from hloscope.configs.tensors import (
     DTYPE_BYTES,
     NAMED_PREFIX,
     block_names,
@@ -46,6 +45,7 @@ from hloscope.spec.tensors import (
     tensor_bytes,
     tokens_per_device,
 )
+from hloscope.errors import UsageError
 from hloscope.units import format_bytes
 
 _Knot = TypeVar("_Knot")
@@ -630,7 +630,7 @@ def _segment(knots: list[tuple[int, _Knot]],
 
 def _kept_names(config: TransformerConfig) -> tuple[str, ...]:
     """The block's names that are residuals of its backward pass (`mlp_out` never is:
-    spec/tensors.py)."""
+    configs/tensors.py)."""
     return tuple(name for name in block_names(config) if name != "mlp_out")
 
 

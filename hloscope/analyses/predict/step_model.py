@@ -30,9 +30,9 @@ from hloscope.analyses.predict.model import (
     Term,
     kept_terms,
 )
+from hloscope.configs.targets import parse_target
+from hloscope.configs.tensors import NAMED_PREFIX, decode_named
 from hloscope.errors import UsageError
-from hloscope.spec.targets import parse_target
-from hloscope.spec.tensors import NAMED_PREFIX, decode_named
 
 
 @dataclass(frozen=True)

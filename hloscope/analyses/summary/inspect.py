@@ -5,7 +5,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 
 from hloscope.analyses.arguments import pytree_path
-from hloscope.frames import DataFrames
+from hloscope.dataframes import DataFrames
 from hloscope.model.module import HloModule
 from hloscope.model.opcodes import OpCategory, category_of, is_known
 from hloscope.model.shape import Shape

@@ -40,16 +40,16 @@ from hloscope.analyses.cost.collectives import CollectivesResult
 from hloscope.analyses.memory.checkpoint_names import KEPT, DeviceShapes, NameRow, name_rows
 from hloscope.analyses.roofline import StepEstimate, estimate_step
 from hloscope.analyses.steptime.result import StepTime
+from hloscope.configs.config import LAYER_INPUT
+from hloscope.dataframes import Rendered
 from hloscope.devices import Device, memory_budget
 from hloscope.errors import HloscopeError
 from hloscope.formats.build import BuildFolder
 from hloscope.formats.checkpoint_names import CheckpointName
 from hloscope.formats.compile_record import MemoryFigures
-from hloscope.frames import Rendered
 from hloscope.loader.build import LoadedBuild
 from hloscope.model.module import HloModule
 from hloscope.parsers.libtpu_log import LibtpuRemat
-from hloscope.spec.config import LAYER_INPUT
 from hloscope.units import format_bytes
 
 GPU_REMAT_WARNING = "Can't reduce memory use below"
@@ -342,7 +342,7 @@ def checkpoint_names(loaded: LoadedBuild) -> tuple[NameRow, ...] | None:
 def _device_shapes(loaded: LoadedBuild) -> DeviceShapes | None:
     """Per-device shapes of the recorded names: the built-in block's closed form under the
     build's mesh (`spec.tensors.device_shape`); on one device the traced shape; else None."""
-    from hloscope.spec.tensors import device_shape
+    from hloscope.configs.tensors import device_shape
 
     build = loaded.build
     mesh = build.manifest.get("mesh") or {}

@@ -48,9 +48,9 @@ from hloscope.analyses.trace.timing import (
     one_core,
     split_time,
 )
+from hloscope.dataframes import Rendered
 from hloscope.devices import Device
 from hloscope.errors import InputError, MissingHloError
-from hloscope.frames import Rendered
 from hloscope.model.trace import PS_PER_US, Trace
 from hloscope.parsers.trace.programs import ProgramIndex, TraceProgram
 

@@ -26,7 +26,7 @@ import hloscope
 from hloscope.analyses.cost import CostOptions
 from hloscope.analyses.cost.flops import cost_analysis, costed_charges, flops
 from hloscope.analyses.cost.phases import Phase
-from hloscope.spec.targets import parse_target
+from hloscope.configs.targets import parse_target
 
 MATMULS = ("dot", "convolution")
 FIXTURE_DIRS = sorted(p.parent for p in FIXTURES.glob("*/*/meta.json"))

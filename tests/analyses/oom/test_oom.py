@@ -20,9 +20,9 @@ from hloscope.analyses.oom.analytic import (
     state_bytes_per_parameter,
 )
 from hloscope.cli.main import cli
+from hloscope.configs.config import param_count
+from hloscope.configs.presets import preset_config
 from hloscope.devices import GIB, JAX_DEFAULT_GPU_MEMORY_FRACTION, get_device
-from hloscope.spec.config import param_count
-from hloscope.spec.presets import preset_config
 from tests.conftest import FIXTURES
 
 OOM = FIXTURES / "tpu-v5e-2x2-oom"

@@ -32,9 +32,9 @@ from hloscope.analyses.oom.remedies import (
     rank_remedies,
     remat_remedies,
 )
+from hloscope.configs.config import param_count
+from hloscope.configs.presets import preset_config
 from hloscope.devices import GB
-from hloscope.spec.config import param_count
-from hloscope.spec.presets import preset_config
 
 # tiny at 2 x 32 tokens: b·s = 64, h = kv = 128, a = 4, f = 512, vocab 512 (GELU, LayerNorm)
 TINY = {"batch": 2, "seq_len": 32}

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from hloscope.analyses.oom import diagnose, oom_inputs, resolve_capacity
+from hloscope.configs.policies import parse_variant
+from hloscope.configs.presets import preset_config
 from hloscope.loader.build import reported_device_total
 from hloscope.loader.program import load_program
-from hloscope.spec.policies import parse_variant
-from hloscope.spec.presets import preset_config
 from hloscope.workloads.build import BuildSpec, run_build
 
 pytestmark = [pytest.mark.slow, pytest.mark.compile]

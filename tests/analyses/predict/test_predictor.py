@@ -11,7 +11,7 @@ import pytest
 from hloscope.analyses.predict.baseline import Baseline
 from hloscope.analyses.predict.flops import recompute_flops_per_token
 from hloscope.analyses.predict.model import Predictor
-from hloscope.spec.presets import preset_config
+from hloscope.configs.presets import preset_config
 
 FIXTURE = Path(__file__).parents[3] / "fixtures" / "predict" / "tiny-v5e-2x2.json"
 RECORD = json.loads(FIXTURE.read_text())

@@ -24,9 +24,9 @@ from hloscope.analyses.predict.scaled_step import (
 from hloscope.analyses.steptime import step_time
 from hloscope.analyses.steptime.calibration import CALIBRATIONS
 from hloscope.api import as_module
+from hloscope.configs.presets import preset_config
+from hloscope.configs.tensors import encode_named
 from hloscope.devices import get_device
-from hloscope.spec.presets import preset_config
-from hloscope.spec.tensors import encode_named
 from hloscope.sweeps.frontier import Candidate, _speed, frontier_names
 
 ROOT = Path(__file__).resolve().parents[3]

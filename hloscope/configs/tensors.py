@@ -26,9 +26,9 @@ tests/workloads/test_named_policies.py). A per-tensor policy gives each name one
 memory) or `remat` (recomputed); unnamed intermediates are recomputed. Its stored form, the
 config's `remat` field, is `names:NAME=CHOICE,...` listing the names not rematerialised in
 block order, or `names:*=CHOICE` when every name has the same choice;
-`hloscope.spec.policies` parses what users write into it.
+`hloscope.configs.policies` parses what users write into it.
 
-Per device, under the mesh (`hloscope.spec.mesh`): the batch is split over the batch ways and
+Per device, under the mesh (`hloscope.configs.mesh`): the batch is split over the batch ways and
 each micro-batch holds 1/K of it; the column-parallel tensors' widths (Q/K/V projections, the
 attention output, the MLP's input projections and activation) are split over the tensor axis
 when it divides them, as `workloads/sharding.py` shards their weights (Megatron-style); the

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.mesh import mesh_config_values, parse_mesh_text, plan_mesh
 from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.mesh import mesh_config_values, parse_mesh_text, plan_mesh
 
 
 def test_one_slice_without_options_keeps_the_single_axis_mesh() -> None:

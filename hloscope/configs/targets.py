@@ -10,7 +10,7 @@ CUDA plugin with a rendered GpuTargetConfigProto (`hloscope.devices.render_gpu_t
 TPU targets as the ecosystem names them:
 
 - a Cloud TPU accelerator type, `tpu:v6e-128`, `tpu:v5litepod-16`, `tpu:v5p-256`, is read as the
-  slice it names (`tpu:v6e:8x16`, `tpu:v5e:4x4`, `tpu:v5p:4x4x8`; `hloscope.spec.slices`);
+  slice it names (`tpu:v6e:8x16`, `tpu:v5e:4x4`, `tpu:v5p:4x4x8`; `hloscope.configs.slices`);
 - multislice: `:slices=N` (or `--num-slices N`, as xpk's `--num-slices` and MaxText's
   `compile_topology_num_slices`) is N such slices joined by the data-center network (DCN);
   libtpu builds them deviceless (`get_topology_desc(..., num_slices=N)`), each device carrying its
@@ -35,9 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from hloscope.devices import Device, get_device
-from hloscope.errors import UsageError
-from hloscope.spec.slices import (
+from hloscope.configs.slices import (
     ACCELERATOR_ALIASES,
     ACCELERATOR_PREFIX,
     accelerator_types,
@@ -45,6 +43,8 @@ from hloscope.spec.slices import (
     is_real_slice,
     slice_shapes,
 )
+from hloscope.devices import Device, get_device
+from hloscope.errors import UsageError
 
 TPU_QUIET_ENV = {  # keeps libtpu from probing a metadata server it will not find (docs/targets.md)
     "TPU_SKIP_MDS_QUERY": "1",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.policies import all_variant_names, parse_variant, parse_variants
+from hloscope.configs.presets import preset_config
 from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.policies import all_variant_names, parse_variant, parse_variants
-from hloscope.spec.presets import preset_config
 
 LLAMA_70B = preset_config("llama-70b")  # 80 scanned layers
 TINY = preset_config("tiny")  # 2 unrolled layers

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.errors import UsageError
-from hloscope.spec.step import (
+from hloscope.configs.step import (
     explicit_named,
     parse_step_variants,
     resolve_step_named,
     step_named,
 )
+from hloscope.errors import UsageError
 
 NAMES = ("hidden", "activated")
 

@@ -18,7 +18,7 @@ One decoder-only transformer, in two styles chosen field by field:
 Program options live here too, because they change the compiled program: `scan_layers`, the
 remat policy (`remat`, with `remat_block` for a nested "checkpointing scan" and `remat_layers` for
 partial remat of the first N layers) and the sharding (`tensor_parallel`, `fsdp`, and for a
-multislice mesh `dcn_data_parallel` / `ici_fsdp_parallel`: `hloscope.spec.mesh`).
+multislice mesh `dcn_data_parallel` / `ici_fsdp_parallel`: `hloscope.configs.mesh`).
 
 Memory-efficient options (what a run at scale uses; fields in their own block of the class):
 
@@ -58,8 +58,8 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from hloscope.configs.tensors import NAMED_PREFIX, block_names, decode_named, encode_named
 from hloscope.errors import UsageError
-from hloscope.spec.tensors import NAMED_PREFIX, block_names, decode_named, encode_named
 
 REMAT_POLICIES = ("none", "full", "nothing_saveable", "dots_saveable",
                   "dots_with_no_batch_dims_saveable", "save_named", "offload_named")
@@ -142,7 +142,7 @@ class TransformerConfig:
     remat_layers: int | None = None  # partial remat: only the first N layers; None = all
     tensor_parallel: int = 1  # size of the "tensor" mesh axis; "data" gets the other devices
     fsdp: bool = False  # shard parameters and optimizer state over the "data" axis
-    # --- the multislice mesh: MaxText's dcn_*/ici_* parallelism (hloscope.spec.mesh) ---
+    # --- the multislice mesh: MaxText's dcn_*/ici_* parallelism (hloscope.configs.mesh) ---
     # Either one stated (or a target of several slices) gives the hybrid (data, fsdp, tensor)
     # mesh: data parallelism across slices over DCN, FSDP and tensor parallelism over ICI.
     dcn_data_parallel: int | None = None  # ways across slices; None: one per slice
@@ -206,7 +206,7 @@ class TransformerConfig:
         stored = encode_named(decode_named(self.remat, names), names)
         if stored != self.remat:
             raise UsageError(f"per-tensor policy {self.remat!r} is not in its stored form "
-                             f"{stored!r} (hloscope.spec.policies writes it)")
+                             f"{stored!r} (hloscope.configs.policies writes it)")
 
     def _check_mesh_options(self) -> None:
         for name in ("dcn_data_parallel", "ici_fsdp_parallel"):

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hloscope.configs.config import TransformerConfig
 from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig
 
 GPT_STYLE: dict[str, Any] = {"norm": "layernorm", "activation": "gelu", "positions": "learned",
                              "tie_embeddings": True, "biases": True}

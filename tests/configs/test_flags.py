@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.flags import CompileFlags, normalise_flag
 from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.flags import CompileFlags, normalise_flag
 from hloscope.workloads.build import BuildSpec
 
 

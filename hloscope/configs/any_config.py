@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.step import StepConfig
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.step import StepConfig
 
 AnyConfig: TypeAlias = TransformerConfig | StepConfig
 

@@ -43,10 +43,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hloscope.configs.config import DTYPES, REMAT_POLICIES
+from hloscope.configs.policies import Variant, split_policies
+from hloscope.configs.tensors import CHOICES, EVERY, NAMED_PREFIX, decode_named
 from hloscope.errors import UsageError
-from hloscope.spec.config import DTYPES, REMAT_POLICIES
-from hloscope.spec.policies import Variant, split_policies
-from hloscope.spec.tensors import CHOICES, EVERY, NAMED_PREFIX, decode_named
 
 STRUCTURAL = ("nested", "offload_carries")
 """Variant families that need the factory's `layers.scan` hook."""

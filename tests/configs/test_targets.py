@@ -1,6 +1,6 @@
 """Target strings: Cloud TPU accelerator types, real slice shapes, slices, round trips.
 
-The truth is the Cloud TPU documentation's tables (cited in hloscope/spec/slices.py): v5e/v6e
+The truth is the Cloud TPU documentation's tables (cited in hloscope/configs/slices.py): v5e/v6e
 accelerator types count chips (v6e-128 is 8x16), v4/v5p count TensorCores (v5p-256 is 128 chips,
 4x4x8), and the supported 2D shapes of v5e/v6e are 1x1 ... 16x16.
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from hloscope.configs.slices import accelerator_types, is_real_slice, slice_shapes
+from hloscope.configs.targets import Target, parse_target, target_spec
 from hloscope.errors import UsageError
-from hloscope.spec.slices import accelerator_types, is_real_slice, slice_shapes
-from hloscope.spec.targets import Target, parse_target, target_spec
 
 DOCS_V6E = ["1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"]  # Cloud TPU docs v6e
 DOCS_V5P = ["2x2x1", "2x2x2", "2x4x4", "4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x8x16",

@@ -1,12 +1,12 @@
-"""What a recorded compile gave one flag (read side of `spec/flags.py`).
+"""What a recorded compile gave one flag (read side of `configs/flags.py`).
 
-Kept apart from `spec/flags.py`: that module's bytes are part of every build's cache key
+Kept apart from `configs/flags.py`: that module's bytes are part of every build's cache key
 (`workloads/build.py`, the workload sources), and reading a flag back does not change what is
 compiled — an accessor there would have invalidated every cached compile.
 """
 from __future__ import annotations
 
-from hloscope.spec.flags import CompileFlags
+from hloscope.configs.flags import CompileFlags
 
 
 def flag_value(flags: CompileFlags, name: str) -> str | None:

@@ -7,11 +7,11 @@ import re
 
 import pytest
 
+from hloscope.configs.config import TransformerConfig
+from hloscope.configs.policies import alias_expansion, parse_variant, parse_variants
+from hloscope.configs.presets import preset_config
+from hloscope.configs.tensors import decode_named
 from hloscope.errors import UsageError
-from hloscope.spec.config import TransformerConfig
-from hloscope.spec.policies import alias_expansion, parse_variant, parse_variants
-from hloscope.spec.presets import preset_config
-from hloscope.spec.tensors import decode_named
 
 TINY = preset_config("tiny")  # GPT style: fused qkv, GELU
 LLAMA = preset_config("llama-1b")  # grouped-query (32 / 8 heads), SwiGLU

@@ -24,7 +24,7 @@ A variant name is `POLICY[:N][+unrolled|+scan]`:
   pass reaches first) and whole-block recompute on the other L - N: the same program as
   `partial:L-N`;
 - `names:NAME=CHOICE,...`: a per-tensor policy on the block's named tensors
-  (`hloscope.spec.tensors`; `hloscope policies --model M` lists them): each NAME is `device`
+  (`hloscope.configs.tensors`; `hloscope policies --model M` lists them): each NAME is `device`
   (saved in device memory), `offload` (saved in pinned host memory) or `remat` (recomputed),
   compiled as `save_and_offload_only_these_names(names_which_can_be_saved=<device>,
   names_which_can_be_offloaded=<offload>, offload_src="device", offload_dst="pinned_host")`;
@@ -52,16 +52,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hloscope.errors import UsageError
-from hloscope.spec.config import (
+from hloscope.configs.config import (
     CARRY_OFFLOAD_POLICIES,
     RECOMPUTE_LEVELS,
     RECOMPUTE_POLICIES,
     REMAT_POLICIES,
     TransformerConfig,
 )
-from hloscope.spec.config_kind import ConfigT
-from hloscope.spec.tensors import (
+from hloscope.configs.config_kind import ConfigT
+from hloscope.configs.tensors import (
     CHOICES,
     EVERY,
     NAMED_PREFIX,
@@ -72,6 +71,7 @@ from hloscope.spec.tensors import (
     sequences_per_device,
     tensor_bytes,
 )
+from hloscope.errors import UsageError
 
 POLICY_HELP = (
     "none, full, nothing_saveable, dots_saveable, dots_with_no_batch_dims_saveable, save_named, "
@@ -188,7 +188,7 @@ MAXTEXT_NAMES = {"context": "attn_out", "qkv_proj": "qkv", "mlpwi": "mlp_in",
 
 
 def parse_named(body: str, config: TransformerConfig, name: str = "") -> str:
-    """The stored form (`hloscope.spec.tensors`) of a per-tensor policy's `NAME=CHOICE,...`;
+    """The stored form (`hloscope.configs.tensors`) of a per-tensor policy's `NAME=CHOICE,...`;
     UsageError listing the valid names or choices."""
     names = block_names(config)
     choices = dict.fromkeys(names, "remat")
@@ -361,7 +361,7 @@ class NamedTensors:
 def named_tensors(model: str, config: TransformerConfig, target: str, batch_ways: int,
                   tensor_ways: int) -> NamedTensors:
     """The block's named tensors of `config` on one device of a mesh with `batch_ways` batch
-    shards and `tensor_ways` tensor shards (closed form: hloscope.spec.tensors)."""
+    shards and `tensor_ways` tensor shards (closed form: hloscope.configs.tensors)."""
     local = sequences_per_device(config, batch_ways)
     rows = tuple(NamedTensorRow(
         tensor.name, tensor.maxtext, tensor.what,
