@@ -157,3 +157,27 @@ def test_header_count_that_is_not_an_integer(key: str, lenient: bool, tmp_path: 
     error = caught.value
     assert (error.location.line, error.location.column) == (1, text.index("20x") + 1)
     assert f"{key}: expected an integer, got '20x'" in error.message
+
+
+_CONVOLUTION = """HloModule m
+
+ENTRY %e (x: f32[1,4,4,2], k: f32[3,3,2,8]) -> f32[1,4,4,8] {
+  %x = f32[1,4,4,2] parameter(0)
+  %k = f32[3,3,2,8] parameter(1)
+  ROOT %c = f32[1,4,4,8] convolution(%x, %k), window={size=3x3 pad=1_1x1_1}, dim_labels=LABELS
+}
+"""
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+def test_convolution_dim_labels_missing_a_dimension(tmp_path: Path, lenient: bool) -> None:
+    # A flipped character made the output labels `b01 ` (no f): once a ValueError in flops,
+    # inspect, remat and check (fuzz run 4, input 335563). XLA's shape inference refuses labels
+    # that do not name each dimension once; hloscope at load, with or without --lenient.
+    valid = _CONVOLUTION.replace("LABELS", "b01f_01io->b01f")
+    module = hloscope.load(valid)
+    # 2 · out features · in features · taps inside the padded input, (2+3+3+2) per spatial dim
+    assert hloscope.flops(module).total.flops == 2 * 8 * 2 * (2 + 3 + 3 + 2) ** 2
+    error = _refused(_CONVOLUTION.replace("LABELS", "b01f_01io->b01"), tmp_path, lenient=lenient)
+    assert error.location.line == 6
+    assert "output part 'b01' does not name each of the 4 dimensions" in error.message

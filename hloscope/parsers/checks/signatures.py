@@ -7,7 +7,9 @@ computation's root has the instruction's result shape (an async-start's is its s
 {1}); a while loop's operand, result, body parameter, body root and condition parameter share one
 shape and its condition returns pred[]; a conditional passes one operand per branch after the
 branch index, each branch's one parameter has that operand's shape and its root the
-conditional's shape. Shapes compare as XLA's ShapeUtil::Compatible does: layouts aside. Each
+conditional's shape; a convolution's `dim_labels` name each dimension of its input, kernel and
+result once (b, f and the spatial digits; i, o and the digits for the kernel), as XLA's shape
+inference requires. Shapes compare as XLA's ShapeUtil::Compatible does: layouts aside. Each
 failure is a ParseError (exit 4) at the caller.
 """
 from __future__ import annotations
@@ -116,7 +118,23 @@ def _check_conditional(module: HloModule, instruction: Instruction, defined: _Op
             _check_result(instruction, callee, instruction.shape)
 
 
+def _check_dim_labels(module: HloModule, instruction: Instruction, defined: _Operands) -> None:
+    labels = instruction.dim_labels
+    shapes = _operand_shapes(instruction, defined)
+    if labels is None or len(shapes) != 2:
+        return
+    parts = (("input", labels.input_labels, shapes[0], "bf"),
+             ("kernel", labels.kernel_labels, shapes[1], "io"),
+             ("output", labels.output_labels, instruction.shape, "bf"))
+    for role, text, shape, named in parts:
+        rank = len(shape.dimensions)
+        expected = set(named) | {str(d) for d in range(rank - 2)}
+        if len(text) != rank or set(text) != expected:
+            _fail(instruction, f"dim_labels' {role} part '{text}' does not name each of the "
+                               f"{rank} dimensions of {shape} once ({named} and 0..{rank - 3})")
+
+
 _CHECKS: dict[str, Callable[[HloModule, Instruction, _Operands], None]] = {
     "fusion": _check_call, "call": _check_call, "async-start": _check_call,
-    "while": _check_while, "conditional": _check_conditional,
+    "while": _check_while, "conditional": _check_conditional, "convolution": _check_dim_labels,
 }
