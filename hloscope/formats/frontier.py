@@ -14,13 +14,12 @@ as v1: its keys are the same.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import InputError, ParseError, SourceLocation
-from hloscope.formats.json_text import document_text
+from hloscope.errors import ParseError, SourceLocation
+from hloscope.formats.json_text import document_text, read_json_document
 
 FRONTIER_SCHEMA = "hloscope/frontier/v1"
 FRONTIER_FILE = "frontier.json"
@@ -100,20 +99,8 @@ def read_frontier(source: str | Path) -> FrontierRecord:
     frontier or of another version."""
     path = Path(source)
     path = path / FRONTIER_FILE if path.is_dir() else path
-    if not path.is_file():
-        raise InputError(f"{path}: no such frontier file (`hloscope sweep --search frontier "
-                         "-o DIR` writes one)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot read the frontier: {error}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        lines = text.splitlines()
-        line_text = lines[error.lineno - 1] if error.lineno <= len(lines) else ""
-        raise ParseError(f"not a readable frontier (invalid JSON: {error.msg})",
-                         SourceLocation(str(path), error.lineno, error.colno), line_text) from None
+    data = read_json_document(path, "frontier",
+                              "`hloscope sweep --search frontier -o DIR` writes one")
     return _record(data, path)
 
 

@@ -55,6 +55,28 @@ def read_json(path: Path) -> Any:
         return None
 
 
+def read_json_document(path: Path, what: str, missing: str) -> Any:
+    """The JSON value of a document the user named: InputError (exit 3) when `path` is missing
+    or unreadable (`missing` says what writes one), ParseError (exit 4, with line and column)
+    when it is not JSON. `what` names the document in the messages ("baseline", "frontier")."""
+    from hloscope.errors import InputError, ParseError, SourceLocation
+
+    if not path.is_file():
+        raise InputError(f"{path}: no such {what} file ({missing})")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot read the {what}: {error}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        lines = text.splitlines()
+        # A text cut at a line's end fails on the line after its last one.
+        line_text = lines[error.lineno - 1] if error.lineno <= len(lines) else ""
+        raise ParseError(f"not a readable {what} (invalid JSON: {error.msg})",
+                         SourceLocation(str(path), error.lineno, error.colno), line_text) from None
+
+
 def write_json(path: Path, data: Any) -> None:
     """`data` as indented JSON (the layout of build folders' JSON files)."""
     path.write_text(json.dumps(data, indent=2) + "\n")

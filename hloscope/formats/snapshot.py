@@ -9,14 +9,13 @@ a missing file is an InputError (exit 3), a file that is not JSON or not a snaps
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hloscope.dataframes import Rendered
-from hloscope.errors import InputError, ParseError, SourceLocation
-from hloscope.formats.json_text import document_text
+from hloscope.errors import ParseError, SourceLocation
+from hloscope.formats.json_text import document_text, read_json_document
 
 SNAPSHOT_SCHEMA = "hloscope/snapshot/v1"
 TOOLCHAIN_KEYS = ("backend", "jax", "jaxlib", "libtpu", "xla_flags")
@@ -45,20 +44,7 @@ def snapshot_text(snapshot: Snapshot) -> str:
 def read_snapshot(path: Path) -> Snapshot:
     """The baseline at `path`: InputError (exit 3) when missing or unreadable, ParseError (exit 4,
     with line and column) when it is not JSON or not a snapshot."""
-    if not path.is_file():
-        raise InputError(f"{path}: no such baseline file (make one with `hloscope snapshot`)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot read the baseline: {error}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        lines = text.splitlines()
-        # A text cut at a line's end fails on the line after its last one.
-        line_text = lines[error.lineno - 1] if error.lineno <= len(lines) else ""
-        raise ParseError(f"not a readable baseline (invalid JSON: {error.msg})",
-                         SourceLocation(str(path), error.lineno, error.colno), line_text) from None
+    data = read_json_document(path, "baseline", "make one with `hloscope snapshot`")
     return _snapshot_from(data, path)
 
 
