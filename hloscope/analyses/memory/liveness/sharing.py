@@ -24,7 +24,10 @@ is made in the buffer of its dying operand of the same shape (its only operand, 
 its output's index) on TPU, as libtpu's buffer assignments of llama-70b steps on v5e 16x16 and
 v5p 4x4x4 show (the 2 GB logits gradient and a 470 MB weight gradient share one slice with their
 all-reduce), and on GPU, as GpuAliasInfo::MayAlias says (NCCL all-reduces; not NVSHMEM ones).
-XLA:GPU's fusion hints are not modelled.
+XLA:GPU's fusion hints are not modelled. libtpu's hint for other instructions is read from the
+HLO text: the backend_config's `aliasing_operands` pairs (`hints.py`), which let e.g. a multi-output
+convolution fusion's output take the buffer of the same-shaped gradient it reads, where XLA's
+generic rules (a kOutput fusion must add a dot to that operand) would refuse it.
 
 Shared values sit at one offset of one allocation in XLA's `*-buffer-assignment.txt`, so at the
 moment they meet they are one buffer, not two. The backends' extra hints (AliasInfo::MayAlias,
@@ -37,6 +40,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from hloscope.analyses.memory.liveness.aliasing import UnionFind
+from hloscope.analyses.memory.liveness.hints import hinted_pairs
 from hloscope.analyses.memory.liveness.inplace import InPlaceRules
 from hloscope.analyses.memory.liveness.program import FlatProgram, fused_computation
 from hloscope.analyses.memory.liveness.values import Index, Value
@@ -173,6 +177,9 @@ class ShareRules:
         if user.opcode == "all-reduce" and self.backend in ("tpu", "gpu"):
             return self._all_reduce_in_place(user, operand, user_index, operands)
         number = next(i for i, o in enumerate(operands) if o is operand)
+        if self.backend == "tpu" and any((i, user_index) in hinted_pairs(user)
+                                         for i, o in enumerate(operands) if o is operand):
+            return True
         if user.opcode == "sort":
             return self._sort_shares(user, operand, user_index, operands)
         if user.opcode == "call":
