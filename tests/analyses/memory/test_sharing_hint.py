@@ -11,6 +11,7 @@ dies there: with x read again after `f`, the hint changes nothing.
 """
 from __future__ import annotations
 
+from hloscope.analyses.memory.analysis import memory
 from hloscope.analyses.memory.heap import estimate_allocation
 from hloscope.analyses.memory.liveness import analyze_liveness
 from hloscope.analyses.memory.liveness.hints import hinted_pairs
@@ -68,3 +69,14 @@ def test_the_hint_does_not_share_an_operand_that_is_still_live() -> None:
     """x is read after f, so it does not die there: 2X, the scalar beside them, the table."""
     assert _temp(_HINT, x_read_later=True) == _temp("", x_read_later=True) \
         == 2 * _X + _SCALAR + _TABLE
+
+
+def _live_peak(hint: str, x_read_later: bool = False) -> int:
+    return memory(_module(hint, x_read_later), backend="tpu").all_spaces_peak_bytes
+
+
+def test_the_live_peak_counts_the_shared_pair_once() -> None:
+    """At f the argument p, x and f{1} are live (3X, with f's table and scalar); shared, x and
+    f{1} are one buffer there, X less. With x still live after f, nothing changes."""
+    assert _live_peak("") - _live_peak(_HINT) == _X
+    assert _live_peak(_HINT, x_read_later=True) == _live_peak("", x_read_later=True)
