@@ -1,63 +1,16 @@
 """What would make a config fit: remedies with a predicted peak and their extra cost.
 
-Predictions start from the live set at the peak, split into model state M (weights, optimizer
-state, gradients, inputs, outputs), saved activations S of L layers, and the rest R
-(temporaries, collective buffers). They are live-peak figures scaled by the measured ratio of
-XLA's allocation to the live peak, so they compare with the same figure the verdict uses. x is
-one layer's 16-bit input (the layer scan's carry), ℓ the largest per-layer saved buffer of the
-compiled program (`largest_saved_per_layer`).
-
-- **remat policy p** (stronger than the current one): every layer keeps the closed-form bytes of
-  p (`analytic.activation_bytes`); the rematerialised layer is recomputed just in time, so its
-  backward holds R plus the largest residual it recomputes:  M + L·a_p + R + ℓ.  Extra FLOPs:
-  the forward matmuls p recomputes, per layer (full: all; save_named / offload_named: Q·Kᵀ and
-  the MLP's input projections; dots_with_no_batch_dims_saveable: Q·Kᵀ and P·V).
-- **offload_named**: as save_named on the host; on the device L·(layer input) plus one layer's
-  named activations in flight to or from the host.
-- **nested:B** (`workloads/remat.py` `_nested_scan`: scan over L/B blocks of
-  remat(scan over B layers of remat(block))): the outer scan saves each block's input, L/B
-  carries; the backward pass of one block re-runs its inner scan, which saves that block's B
-  layer inputs, and then recomputes one layer at a time:  M + (L/B + B)·x + R + ℓ.  Minimal at
-  B = √L (2√L·x against full's L·x); B are the divisors of L nearest √L. Extra FLOPs: full's
-  recompute plus one more forward of every layer (the inner scan's forward runs in the outer
-  backward, then each layer again in the inner backward): 2 x full's.
-- **offload_carries**: full remat with each layer's input in pinned host memory; the device
-  keeps one carry in flight each way and one layer's residuals: M + 2·x + R + ℓ.  L·x bytes go
-  to the host and come back each step; extra FLOPs as full.
-- **offload_scan** (Levanter's `offload`): as offload_carries, and each layer's parameter
-  matrices (the scan's per-layer inputs, p per device) are offloaded too: one layer's in flight
-  each way beside the carries, M + 2·x + 2·p + R + ℓ; the host holds L·(x + p).
-- **recompute:1 / recompute:2** (llm.c's `-r`): the projections dots_with_no_batch_dims_saveable
-  keeps plus the named norm outputs and attention output the level does not recompute
-  (`analytic.activation_bytes`), as a remat policy p: M + L·a_p + R + ℓ.  Extra FLOPs: attention's
-  Q·Kᵀ and P·V (recomputed from the saved Q/K/V); the recomputed MLP activation and norms are
-  elementwise (no matmul FLOPs).
-- **optimizer-offload** (`optimizer_offload`, MaxText's `optimizer_memory_host_offload`): the
-  fp32 master and moments, O = 12 B (fp32 parameters: 8 B) × parameters per device, leave the
-  device between steps. The backward's peak loses the optimizer state live there (O_peak, the
-  compiled figure); the update needs on the device at once the parameters, gradients and the
-  whole optimizer state, U = 16 B × parameters per device (XLA copies every leaf in before the
-  update: measured on v5e), so  max(M + S + R − O_peak, U).  2·O bytes over the host link per
-  step; no extra FLOPs.
-
-Remedies that pin host memory (offload_carries, offload_scan, optimizer-offload) carry the
-pinned host bytes per device they need and, with the device's host facts
-(`devices.Device.host_memory_bytes`), the check that the devices sharing one host fit its RAM
-(`analyses.summary.variant.HostFit`, the check the sweep makes of a compiled offload_carries):
-a remedy whose host does not hold it does not fit.
-- **k micro-batches with gradient accumulation** (`micro_batches`, any divisor k of the
-  per-shard batch b that the current count m divides): M + (S + R)·m/k + an fp32 gradient
-  accumulator (4 bytes per parameter, sharded like the parameters: 1/(FSDP ways · tensor); only
-  added when the step had none, m = 1). No extra FLOPs; k smaller passes per update. Listed: the
-  smallest k predicted to fit and its neighbours among the divisors (one either side).
-- **FSDP over the data axis**: replicated weights and optimizer state (and their gradients)
-  shrink to 1/N, plus one layer's gathered weights. No extra FLOPs; all-gathers and
-  reduce-scatters of the weights each step. N is the devices FSDP runs over: one slice's (ICI)
-  on a multislice target, where data parallelism crosses the slices.
-
-Each remedy's name is the sweep variant it corresponds to (`remat:<variant>`: `remat:nested:8`,
-`remat:offload_carries`), so `oom --sweep DIR` attaches the compiled figure, and
-`prediction_error` is predicted / compiled - 1.
+The live set at the peak is split into model state M, saved activations S of L layers and the
+rest R; each remedy (a stronger remat policy, nested:B, offload_named / offload_carries /
+offload_scan, recompute:1/2, optimizer-offload, k micro-batches, FSDP over the data axis)
+predicts a live peak from them (x one layer's 16-bit input, ℓ the largest per-layer saved buffer,
+`largest_saved_per_layer`), scaled by the measured ratio of XLA's allocation to the live
+peak so it compares with the verdict's figure, plus its extra FLOPs. Remedies that pin host
+memory carry their pinned bytes per device and the host-fit check (`HostFit`): one whose host
+cannot hold it does not fit. Each remedy's name is its sweep variant (`remat:nested:8`), so
+`oom --sweep DIR` attaches the compiled figure and `prediction_error` (predicted / compiled - 1).
+The formulas per remedy, and how they compare with compiled programs: see docs/oom.md,
+'Remedies and their predictions'.
 """
 from __future__ import annotations
 
