@@ -1,49 +1,15 @@
 """Closed forms for the built-in transformer: activation bytes per layer and state bytes per
-parameter, to set beside what the compiled program holds (derivation: docs/oom.md).
+parameter, to set beside what the compiled program holds.
 
-Activations JAX saves for the backward pass of one block, per device (b local sequences of s
-tokens, width h, a query heads, key/value width kv = kv_heads * head_dim, MLP width f), with
-16-bit compute, fp32 norms and softmax, no dropout; GPT (LayerNorm, MHA, GELU) and Llama
-(RMSNorm, GQA, RoPE, SwiGLU) blocks give the same count:
-
-    none:  32·b·s·h + 4·b·s·kv + 12·b·s·f + A_attn + 16·b·s  (+ 8·s·head_dim RoPE)
-
-    A_attn, plain attention (`config.attention == "plain"`):  11·b·a·s² + 8·b·a·s
-    A_attn, blockwise / splash:                              2·b·s·h + 4·b·a·s
-
-(two norms 2 x (12bsh + 8bs + 2bsh); Q, K, V 2bsh + 4bs·kv; plain attention: mask 1, masked
-scores 4, exp 4, probabilities 2 bytes per score and two fp32 row statistics; blockwise attention
-is a custom_vjp that keeps q, k, v, its [b,s,a,d] output (2bsh, a second copy beside the reshaped
-attention output) and the fp32 log-sum-exp [b,a,s] — no [b,a,s,s]; attention output 2bsh; six
-[b,s,f] 16-bit tensors in either MLP). Under `jax.checkpoint` a layer keeps its 16-bit input
-(2bsh; `full`, `nothing_saveable`, and `offload_named` on the device), plus with `save_named` the
-named Q/K/V projections (2bsh + 4bs·kv), attention output (2bsh) and MLP hidden activation
-(2bsf); with `dots_with_no_batch_dims_saveable` the outputs of every projection the backward
-needs: Q/K/V (2bsh + 4bs·kv), the attention output projection (2bsh, the norm-2 input is
-recomputed from it) and the MLP's input projection(s) (2bsf, SwiGLU 4bsf) — attention itself has
-batch dimensions and is recomputed. `offload_carries` / `offload_scan` keep no per-layer bytes on
-the device (the layer input goes to pinned host memory). llm.c's recompute levels
-(`recompute:R`: dots_with_no_batch_dims_saveable plus the names not recomputed) keep that
-policy's bytes plus the 16-bit norm outputs and attention output they save: recompute:1 (only
-the MLP activation recomputed) 3 x 2bsh more (norm1, norm2, attn_out), recompute:2 (the norms
-too) 2bsh more (attn_out); the names qkv and mlp_hidden add nothing (Q/K/V are projections the
-dots policy saves, the MLP activation is recomputed at both levels).
-Korthikanti et al.'s s·b·h·(34 + 5·a·s/h) counts 16-bit multi-head attention with dropout
-masks and a GELU MLP of 4h.
-
-The loss head (`loss_saved_bytes`): the plain loss keeps the fp32 softmax of the full logits and
-two fp32 per-token figures, 4·b·s·vocab + 8·b·s; the blockwise loss keeps only its chunked copy of
-the final hidden state and targets, 2·b·s·h + 4·b·s, and holds one chunk's logits (16-bit and
-fp32: 6·b·c·vocab for a chunk of c positions) at a time (`loss_chunk_bytes`).
-
-Model state per parameter with the built-in AdamW: 16-bit parameters (2 B), fp32 master
-weights, first and second moments (12 B), and 16-bit gradients (2 B) while they live: 16 B — the
-ZeRO paper's figure, with the fp16 copy counted as the parameter itself. fp32 parameters need no
-master copy: 4 + 8 + 4 = 16 B as well, with 4-byte gradients.
-
-FSDP shards inside one slice only (`hloscope.configs.mesh`: the `fsdp` axis is ICI; data
-parallelism crosses slices), so `fsdp_ways` is a slice's devices over tensor parallelism on a
-multislice target, not every device of it.
+Activations are what JAX saves for one block's backward pass, per device (b local sequences of s
+tokens, width h, a query heads, kv = kv_heads * head_dim, MLP width f), 16-bit compute with fp32
+norms and softmax, no dropout; GPT and Llama blocks give the same count, and each remat policy
+(and llm.c's `recompute:R` levels) keeps its own subset. The loss head's saved bytes are
+`loss_saved_bytes` / `loss_chunk_bytes`. Model state is 16 B per parameter with the built-in
+AdamW. FSDP shards inside one slice only (the `fsdp` mesh axis is ICI), so `fsdp_ways` is a
+slice's devices over tensor parallelism on a multislice target.
+Term-by-term derivation: see docs/oom.md, 'The analytic view' (policies' subsets: 'Remedies
+and their predictions').
 """
 from __future__ import annotations
 
