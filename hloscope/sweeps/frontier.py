@@ -1,47 +1,15 @@
 """`--search frontier`: per batch, the fastest per-tensor policy that fits, predicted over the
 whole `names:` space and confirmed by as few compiles as possible (no jax).
 
-1. Baselines: `full` (nothing named kept) is compiled at the grid's smallest batch and at the
-   largest one it predicts `full` to fit (3. below); every `full` compiled later is one too.
-   `analyses.predict` then predicts every candidate — each choice of device / offload / remat
-   for every named residual of the block (3^N policies) at every batch — piecewise linear in
-   the batch through the compiled `full`s.
-2. Per batch, rounds: rank the candidates by step time — a compiled one by its own per-op
-   step, the others by the baseline's per-op step scaled to them (`analyses.predict.
-   scaled_step`; the roofline's on a device without a calibration) — then FLOPs, bytes moved to
-   the host, device bytes (where transfers hide, the device beats offload); the winner is the first
-   whose known bytes fit the capacity: compiled when compiled, else predicted plus the error
-   of the compiled candidate nearest to it (fewest names chosen differently) where that
-   compile showed the predictor low (`calibrated`). Compile the winner unless it was; a
-   compile that does not fit re-ranks and the next round compiles the next winner. Once the
-   winner is compiled and fits, one more compile at most: of the faster candidates the winner's
-   figure puts above the capacity, the one whose figure lowered by its nearest compiled
-   neighbour's error is least, if within the largest overestimate the predictor has made so
-   far (predicted / compiled - 1 over every compile of the search): the one a prediction too
-   high would wrongly exclude. Where the winner's step estimate ties with `full`'s (memory-bound
-   programs tie whatever they recompute), `full` is compiled too; then the fastest compiled
-   fit wins, ties going to the compiled programs' own per-op step (`_settled`). With
-   nothing known to fit, compile `full` (the least a policy keeps); if `full` does not fit
-   either, the candidates nearest above the capacity, one a round (keeping a name can lower
-   XLA's allocation: XLA:CPU). After MAX_ROUNDS the winner is the fastest compiled candidate
-   that fits.
-3. Where nothing fits at a batch (or `full` does not fit at a smaller one), the larger batches
-   cost no compile — the bound MaxText's estimator also takes (its full-remat batch
-   bisection bounds every policy's). The second baseline is therefore `full` at the largest
-   batch the first one predicts to fit (the next smaller grid batch when that compile does
-   not fit).
-
-What fits is judged by each prediction's need (`Prediction.device_bytes`); a row's
-`predicted_bytes` is the allocation XLA is predicted to report (`allocation_bytes`: on TPU,
-where the need is over libtpu's rematerialization limit, where its recompute lands). Where that
-depends on libtpu's loss order (before or after the backward loop: `Predictor._loss_orders`)
-and the two orders' allocations differ by more than the 5% target, the order is read from each
-compiled candidate's own build (`loss_order_of`) and its row predicts that order's figure; an
-uncompiled candidate takes the order of its nearest compiled neighbour whose order was read
-(`_settle_by_neighbours`: the figure the search holds, `search_predicted_bytes`).
-
-Rows are the compiled candidates and each batch's winner; `candidates` counts every predicted
-one, `compiles` the programs the search asked for (baselines and build-cache hits included).
+Compiled `full` baselines (at the grid's smallest batch and the largest batch predicted to fit)
+let `analyses.predict` predict every candidate (3^N device / offload / remat choices of the
+block's names, at every batch); each round then ranks the candidates by step time and compiles
+the predicted winner, plus at most one faster candidate just above the capacity, until a
+compiled winner fits (MAX_ROUNDS at most). Fit is judged by each prediction's need
+(`Prediction.device_bytes`); a row's `predicted_bytes` is the allocation XLA is predicted to
+report (on TPU, with libtpu's loss order read from compiled builds: `loss_order_of`,
+`_settle_by_neighbours`). The rules, round by round: see docs/frontier.md, 'The search, round
+by round'.
 """
 from __future__ import annotations
 
