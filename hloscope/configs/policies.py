@@ -1,47 +1,11 @@
 """Remat variants by name: what `--policy` and `--policies` accept (no jax).
 
-A variant name is `POLICY[:N][+unrolled|+scan]`:
-
-- a `jax.checkpoint_policies` policy applied to every block: `none`, `full` (jax.checkpoint's
-  default: nothing saved), `nothing_saveable`, `dots_saveable`, `dots_with_no_batch_dims_saveable`,
-  `save_named` (save only the checkpoint_name'd qkv / attn_out / mlp_hidden), `offload_named`
-  (offload those to pinned host memory instead);
-- `offload_carries`: full remat of each block, with the block's input (the layer scan's carry,
-  the residual stream between layers: what full remat saves) offloaded to pinned host memory
-  instead of kept in device memory (MaxText's `decoder_layer_input` offload). Scans over layers
-  unless `+unrolled` is given (then each unrolled block's input is offloaded);
-- `offload_scan`: Levanter's `offload` policy, the scan's carries and its per-layer inputs (here
-  the block's parameter slices) offloaded; always scanned;
-- `recompute:R`, llm.c's `-r R`: save every projection (matmul without batch dimensions) and the
-  named activations, except: `recompute:1` recomputes the MLP activation (GELU / SwiGLU output)
-  from the saved projections in the backward pass; `recompute:2` recomputes it and both norm
-  outputs (from the block input and the saved attention projection). The attention's
-  [b, h, s, s] internals are recomputed from the saved Q/K/V at both levels, as llm.c's cuDNN
-  attention does;
-- `nested:B`: a checkpointing scan, scan(remat(scan(remat(block), B)), L/B), B dividing L;
-- `partial:N`: full remat of the first N layers only;
-- `ac:N`, llm.c's `-ac N`: full activations kept for N layers (the last N, which the backward
-  pass reaches first) and whole-block recompute on the other L - N: the same program as
-  `partial:L-N`;
-- `names:NAME=CHOICE,...`: a per-tensor policy on the block's named tensors
-  (`hloscope.configs.tensors`; `hloscope policies --model M` lists them): each NAME is `device`
-  (saved in device memory), `offload` (saved in pinned host memory) or `remat` (recomputed),
-  compiled as `save_and_offload_only_these_names(names_which_can_be_saved=<device>,
-  names_which_can_be_offloaded=<offload>, offload_src="device", offload_dst="pinned_host")`;
-  names not given, and unnamed intermediates, are recomputed. `*=CHOICE` sets every name (later
-  items override it); `qkv` also stands for the three separate projections of a grouped-query
-  block; MaxText's names (`context`, `query_proj`, `mlpwi_0`, `mlpwo`, ...) are accepted for
-  the same tensors. `save_named` is `names:qkv=device,attn_out=device,mlp_hidden=device` and
-  `offload_named` the same with `offload` (they stay variants of their own, compiled with
-  `save_only_these_names` / `save_and_offload_only_these_names` as before). In a list
-  (`--policies`), the items after `names:` up to the next item without `=` belong to it;
-- `+unrolled` / `+scan`: unroll the layers (each under `named_scope("layer_<i>")`) or scan over
-  them; without it the model's default layout is kept.
-
-`all` expands to every family once: the seven jax policies, `offload_carries`, `offload_scan`,
-`recompute:1`, `recompute:2`, `nested` with the divisor of L nearest sqrt(L), `partial` with L/2
-(`ac` is the same family), and `full` in the other layer layout. `full` and `nothing_saveable`
-are the same program; a sweep finds that by fingerprint and reports it once.
+A variant name is `POLICY[:N][+unrolled|+scan]`: a `jax.checkpoint_policies` policy, one of
+the named families (`offload_carries`, `offload_scan`, `recompute:R`, `nested:B`, `partial:N`,
+`ac:N`) or a per-tensor `names:NAME=CHOICE,...` policy (choices `device`, `offload`, `remat`;
+unnamed tensors are recomputed), with the layers unrolled or scanned. `all` expands to every
+family once. `full` and `nothing_saveable` are the same program (a sweep reports it once).
+The grammar, name by name: see docs/sweeps.md, 'Variant names'.
 """
 from __future__ import annotations
 
