@@ -1,46 +1,13 @@
 """Collectives, and whether each crosses TPU slices (DCN) or stays inside one (ICI).
 
-Each collective's participants come from its own attributes, as XLA defines them
-(CollectiveOpGroupMode in hlo/ir/collective_op_group_mode and GetParticipatingDevices):
-
-- no `channel_id`: *cross-replica*, the groups list replica ids, within each partition;
-- `channel_id` and `use_global_device_ids=true`: *flattened ids*, replica x partitions +
-  partition;
-- `channel_id` on an op that has `use_global_device_ids` (all-reduce, all-gather,
-  reduce-scatter) set false: *cross-replica-and-partition*, the groups list replica ids and each
-  takes every partition of them;
-- `channel_id` on an op without it (all-to-all, collective-permute, collective-broadcast):
-  *cross-partition*, the groups list partition ids, within each replica.
-
-Groups are explicit or iota (`hloscope.model.replica_groups` expands them exactly as XLA's
-IotaReplicaGroupList); an empty list is every participant in one group. Collective-permute's
-`source_target_pairs` are two-device groups. The participants, as logical ids (replica x
-partitions + partition), are mapped through the compiled device assignment to each device's
-`slice_index` (`CompileResult.device_assignment`, recorded by the build): nothing assumes a
-slice's devices are contiguous. A collective whose group spans two or more slices runs over the
-data-center network (DCN); one whose every group stays inside one slice runs over ICI.
-
-**Multislice TPU programs** (measured, libtpu 0.0.42.1): libtpu compiles one program per slice.
-Its optimized HLO has `num_partitions` = the devices of one slice, so its replica groups name a
-slice's own devices and every XLA collective in it stays inside the slice (ICI). What crosses
-slices becomes host-transfer `send` / `recv` pairs handled by the megascale runtime, marked with
-frontend attributes `_xla_megascale_transfer_type` (ALL_REDUCE, ALL_GATHER, ...),
-`_xla_megascale_reduce_operation` and `_xla_host_transfer_rendezvous` (one name per transfer):
-those are the DCN collectives, one row per rendezvous. Such a program is recognised by its
-participant count: slices x (replicas x partitions) = the recorded devices.
-
-Which slices a megascale transfer joins is its `_xla_megascale_target` (measured, libtpu
-0.0.42.1, on 4 slices of v5e:2x2 whose device ids are (slice_index + 1) x 100000 + n):
-- `"{1,2,3,4}x{0:3}"` when the transfer spans every slice: the slices, numbered
-  slice_index + 1, times the range of a slice's devices; one group per device of the range;
-- `{{100000,300000},{100001,300001},...}` (unquoted) otherwise: the groups of device ids, here
-  a reduction over slices 0 and 2 and over 1 and 3. The ids are mapped to slices through the
-  recorded device assignment; without it the groups' slices are unknown and the transfer is
-  taken to span every slice.
-
-Bytes are hloscope's collective payload per device (`hloscope.analyses.cost.rules`), with loop
-trip counts applied, as in the FLOP totals; a megascale transfer counts the larger of what its
-send sends and its recv receives.
+Each collective's participants come from its own attributes as XLA defines them (replica-group
+mode from `channel_id` and `use_global_device_ids`; explicit or iota groups expanded by
+`hloscope.model.replica_groups`), mapped through the compiled device assignment to each device's
+`slice_index`: a group spanning two or more slices runs over DCN, else ICI. libtpu compiles a
+multislice program per slice, so its cross-slice traffic is megascale `send` / `recv` pairs
+(one row per `_xla_host_transfer_rendezvous`; slices from `_xla_megascale_target`). Bytes are
+the collective payload per device (`hloscope.analyses.cost.rules`) with loop trip counts applied.
+The rules and libtpu's measured multislice form: see docs/targets.md, 'Collectives: ICI or DCN'.
 """
 from __future__ import annotations
 
