@@ -1,40 +1,15 @@
 """The allocation estimated from the HLO text alone: a replay of XLA's buffer assignment.
 
 XLA's BufferAssigner (xla/service/buffer_assignment.cc) turns the buffers of its alias analysis
-into allocations, and `memory_analysis()` sums them: arguments + temporaries + outputs -
-aliased. This module replays it on hloscope's liveness (`liveness/`), per memory space (XLA's
-buffer color is the layout's `S(n)`):
-
-1. **Own allocations.** A buffer holding a constant gets a constant allocation (outside the
-   sum); one holding an entry parameter an argument allocation (aliased when an output is
-   donated into it, so counted once); one that lives out of the entry (a value at the entry
-   root) an output allocation, unless it fits an earlier one (below).
-2. **Reuse before the heap** (AssignSingleHloBuffer, MaybeAssignBuffer). Buffers are visited by
-   size (largest first), live-out ones first at equal size, then by schedule position. A
-   temporary, or a live-out buffer of exactly the allocation's size, may move into the
-   allocation of an operand or of a donated argument / output whose values are never live at
-   the same time (ranges meeting at one time only where the later value may take the earlier
-   one's buffer, `sharing.py`'s rules judged at the earlier value's last position; a `copy`
-   never joins its operand). Tuple-shaped buffers stay for the heap (the fixtures' while-loop
-   tuples are all in XLA's temporary allocation); an output tuple's allocation takes no other
-   buffer.
-3. **The heap** (HeapSimulator::RunComputation, GlobalDecreasingSizeBestFitHeap). The rest are
-   temporaries, packed into one allocation per memory space. The values are replayed in
-   time order as allocation events (a value that takes a dying operand's buffer, or joins a
-   buffer already placed, is *colocated* with it); then each placed buffer, in decreasing size
-   (spatial) or decreasing lifetime (temporal) order, takes the smallest free gap among the
-   chunks placed over its own and its colocations' event times (best fit, ties at the lowest
-   offset; each chunk's end rounded up to the alignment), else goes above them. XLA keeps the
-   smaller of the two orders' heaps (ChooseBestHeapAlgorithm); so does this.
-
-Per backend: sizes are unpadded (ShapeUtil::ByteSizeOf, a tuple its pointer table) on CPU and
-GPU, tiled (`padded_bytes`) and rounded up to 512 bytes on TPU; the heap's alignment is the one
-the dumps' offsets show (`ALIGNMENT`). On TPU the HBM heap is the one libtpu's buffer
-assignment holds (`tpu_hbm_temp_size`: arrays packed at 16 KiB, a 16 KiB slot per tuple table),
-so that the HBM total (`SpaceAllocationEstimate.total_bytes`) estimates the figure libtpu
-compares with the usable HBM; memory_analysis() counts temporaries of its own and is not
-estimated (docs/memory.md, "TPU: the figure libtpu compares"). The estimate ignores XLA:GPU's
-may-alias fusion hints.
+into allocations; this module replays it on hloscope's liveness (`liveness/`), per memory space
+(the layout's `S(n)`): own allocations for constants, arguments and outputs, then reuse of an
+operand's or a donated argument's / output's allocation (largest first, `sharing.py`'s rules),
+then the rest packed into one heap per space by best fit, the smaller of XLA's spatial and
+temporal orders kept. Sizes are unpadded on CPU and GPU, tiled and rounded up to 512 bytes on
+TPU; the heap's alignment is `ALIGNMENT`. On TPU the HBM heap is libtpu's (16 KiB packing, a
+16 KiB slot per tuple table), so `SpaceAllocationEstimate.total_bytes` estimates the figure
+libtpu compares with the usable HBM; memory_analysis() is not estimated, nor XLA:GPU's may-alias
+fusion hints. The steps and their measured error: see docs/memory.md, 'The estimated allocation'.
 """
 from __future__ import annotations
 
