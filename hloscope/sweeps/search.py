@@ -3,37 +3,12 @@ that fits (no jax).
 
 `BatchSearch` looks at multiples of `step` (the batch's legal granularity: it must split evenly
 over the mesh axes that shard it; `SweepRequest.batch_step`) in [step, max_batch], one compile
-(a probe) at a time. libtpu's fit is **not monotonic** in batch (docs/sweeps.md: a config fitted at
-128 and 384 sequences but not at 256 or 512: XLA's scheduling and remat passes change with the
-shapes), so a search that stops at the first failure can miss the answer. Every next probe is
-decided from the verdicts so far, by the first rule that applies (b: the largest batch that
-fits so far; f: the smallest failing batch above b):
-
-1. **grow**: something fits and nothing above it failed yet: try min(2b, max_batch);
-2. **shrink**: nothing fits yet and the smallest failure is above `step`: try half of it;
-3. **bisect**: try the multiple of `step` half-way between b and f, while one lies between;
-4. **window**: try, lowest first, the untested multiples of `step` in (b, b + window*step]
-   (0 for b when nothing fits), up to max_batch. A fit there is a fit above a failure: it
-   becomes b and rules 1-3 apply again from it (it grows when nothing above it has failed).
-
-It ends when `max_batch` fits, when no rule asks for a batch, when a compile gives no verdict
-(an error or a crash: the search cannot tell where it stands, and a systematic error would
-repeat at every batch) or after `max_probes` compiles. **Guarantee** (unless the budget or a
-missing verdict stopped it, which `end` says): the answer b fits, and every multiple of `step`
-in (b, b + window*step] up to max_batch was compiled and does not fit, as does every other
-batch above b that was compiled. A larger fitting batch can only be an uncompiled one above
-b + window*step, beyond `window` consecutive failures; with nothing fitting, the `window`
-smallest multiples of `step` were all compiled and fail.
-
-Why a window next to the answer rather than every untested step up to the largest batch tried:
-memory grows about linearly with the batch, and the shape-dependent choices of XLA move it by a
-bounded amount, so a fit above a failure lies just above the boundary (one step in the case
-docs/sweeps.md measured). The bracket above it can be a whole doubling wide (hundreds of steps
-when the step is fine), where such a fit would need XLA to save a large fraction of the memory.
-The window costs little: its probes are mostly failures, and a compile that runs out of memory
-fails early (3-4 s for Llama 70B, against about 2 min for one that fits: docs/targets.md). A
-monotonic search pays `window` - 1 extra compiles at most, and none when the window was tested
-on the way.
+(a probe) at a time. libtpu's fit is not monotonic in batch, so the search grows, shrinks and
+bisects, then compiles the `window` steps just above the boundary, restarting from any fit found
+there. It ends when `max_batch` fits, no rule asks for a batch, a compile gives no verdict, or
+after `max_probes`. Guarantee (unless the budget or a missing verdict stopped it, which `end`
+says): the answer fits, and every multiple of `step` in (b, b + window*step] was compiled and
+does not fit. The rules, the guarantee and why a window: see docs/sweeps.md, 'The search rules'.
 """
 from __future__ import annotations
 

@@ -3,8 +3,8 @@ answers and where it reports that fit was not monotonic (no compiles).
 
 Independent truth: each table is a verdict per batch written down here (the first is
 docs/sweeps.md's measured libtpu case: 128 fits, 256 does not, 384 does, 512 does not); every
-expected probe sequence is worked out by hand from the rules in `hloscope.sweeps.search`'s
-docstring, step by step in the comments, and the guarantee that docstring states is checked on
+expected probe sequence is worked out by hand from the rules in docs/sweeps.md, 'The search
+rules', step by step in the comments, and the guarantee stated there is checked on
 random tables against the table itself. The wiring (request -> scheduler -> rows -> report) runs
 the real `run_sweep` with an executor that answers from a table instead of compiling.
 """
