@@ -1,38 +1,14 @@
 """The built-in block's named tensors and the stored form of a per-tensor policy (no jax).
 
 Every activation of a block that a policy may keep has a `checkpoint_name`
-(`workloads/layers.py`), in forward order:
-
-| name | shape | MaxText's name (src/MaxText/estimator.py) |
-|---|---|---|
-| `norm1` | [b, s, h] | (none: the pre-attention norm output) |
-| `qkv` | [b, s, 3h] | `qkv_proj` (fused projection: as many K/V heads as Q heads) |
-| `query_proj` | [b, s, H*d] | `query_proj` (separate projections: grouped-query attention) |
-| `key_proj`, `value_proj` | [b, s, K*d] | `key_proj`, `value_proj` |
-| `attn_out` | [b, s, H*d] | `context` (attention output before its projection) |
-| `out_proj` | [b, s, h] | `out_proj` |
-| `norm2` | [b, s, h] | (none: the pre-MLP norm output) |
-| `mlp_in` | [b, s, f] | `mlpwi` (GELU MLP's input projection, before the activation) |
-| `mlp_gate`, `mlp_up` | [b, s, f] | `mlpwi_0`, `mlpwi_1` (SwiGLU's two input projections) |
-| `mlp_hidden` | [b, s, f] | (none: the activation's output, the down projection's input) |
-| `mlp_out` | [b, s, h] | `mlpwo` |
-
-(h = d_model, H / K = query / key-value heads, d = head_dim, f = d_ff; every one in the compute
-dtype.) `mlp_out` is named for MaxText's sake but is never a residual here: the block returns
-`mlp_out` plus its input, and the backward pass of that sum needs neither (JAX's
-`saved_residuals` lists every other name under `names:*=device`, not it:
-tests/workloads/test_named_policies.py). A per-tensor policy gives each name one of CHOICES:
-`device` (saved in device memory for the backward pass), `offload` (saved in pinned host
-memory) or `remat` (recomputed); unnamed intermediates are recomputed. Its stored form, the
-config's `remat` field, is `names:NAME=CHOICE,...` listing the names not rematerialised in
-block order, or `names:*=CHOICE` when every name has the same choice;
-`hloscope.configs.policies` parses what users write into it.
-
-Per device, under the mesh (`hloscope.configs.mesh`): the batch is split over the batch ways and
-each micro-batch holds 1/K of it; the column-parallel tensors' widths (Q/K/V projections, the
-attention output, the MLP's input projections and activation) are split over the tensor axis
-when it divides them, as `workloads/sharding.py` shards their weights (Megatron-style); the
-norms and the row-parallel outputs (`out_proj`, `mlp_out`) are whole on every device.
+(`workloads/layers.py`), with MaxText's names as aliases; `mlp_out` is named for MaxText's sake
+but is never a residual. A per-tensor policy gives each name one of CHOICES (`device`,
+`offload`, `remat`; unnamed intermediates are recomputed); its stored form, the config's `remat`
+field, is `names:NAME=CHOICE,...` listing the names not rematerialised in block order, or
+`names:*=CHOICE` when every name has the same choice (`hloscope.configs.policies` parses what
+users write into it). Per device the batch is split over the batch ways and micro-batches, and
+the column-parallel tensors' widths over the tensor axis when it divides them.
+The names, their shapes and MaxText's: see docs/sweeps.md, 'The block's named tensors'.
 """
 from __future__ import annotations
 
