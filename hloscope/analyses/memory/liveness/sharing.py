@@ -1,38 +1,15 @@
 """Which outputs take the buffer of an operand that dies where they are made (XLA's buffer reuse).
 
-XLA's buffer assignment replays the live ranges in time order (HeapSimulator::RunComputation,
-xla/service/heap_simulator/heap_simulator.cc). When a value is defined at time t it may *share*
-the buffer of an operand value instead of getting one of its own, if
-
-- neither value is aliased with another (each is alone in its buffer, `aliasing.py`);
-- the operand value is freed at t (its live range ends there) and no other value defined at t
-  took it first (values defined at t are visited by (start, end, id), operands in order);
-- the operand value is defined by the operand instruction itself (not reached through a
-  bitcast or a get-tuple-element), the user is not a `copy`, and the operand is not a constant;
-- HloDataflowAnalysis::CanShareOperandBufferWithUser allows it
-  (xla/hlo/analysis/hlo_dataflow_analysis.cc): the two shapes are equal, layout included, and
-  either the user updates that operand in place (`inplace.py`), or it is a loop or input fusion
-  whose parameter for the operand reaches the fused root through elementwise ops and tuples
-  only, or an output fusion whose root adds a dot or convolution to that parameter, or a
-  `while` / `conditional`, or a dynamic-update-slice / scatter / set-dimension-size on its
-  operand 0 (triangular-solve: 1), or a sort that is the operand's only user (with several
-  operands: output i from operand i), or a call whose callee root is elementwise on the value
-  (its only other use), or an op that is elementwise on that operand.
-
-A backend's own hint (AliasInfo::MayAlias) is modelled for one op: a synchronous `all-reduce`
-is made in the buffer of its dying operand of the same shape (its only operand, or the one of
-its output's index) on TPU, as libtpu's buffer assignments of llama-70b steps on v5e 16x16 and
-v5p 4x4x4 show (the 2 GB logits gradient and a 470 MB weight gradient share one slice with their
-all-reduce), and on GPU, as GpuAliasInfo::MayAlias says (NCCL all-reduces; not NVSHMEM ones).
-XLA:GPU's fusion hints are not modelled. libtpu's hint for other instructions is read from the
-HLO text: the backend_config's `aliasing_operands` pairs (`hints.py`), which let e.g. a multi-output
-convolution fusion's output take the buffer of the same-shaped gradient it reads, where XLA's
-generic rules (a kOutput fusion must add a dot to that operand) would refuse it.
-
-Shared values sit at one offset of one allocation in XLA's `*-buffer-assignment.txt`, so at the
-moment they meet they are one buffer, not two. The backends' extra hints (AliasInfo::MayAlias,
-e.g. XLA:GPU's fusion hints) are not modelled: they only apply where shapes differ or override
-the rules above for particular fusions.
+Replaying the live ranges in time order as XLA's HeapSimulator::RunComputation does, a value
+defined at t may share the buffer of an operand value whose range ends at t when both are alone
+in their buffers (`aliasing.py`), no other value defined at t took it first, and
+HloDataflowAnalysis::CanShareOperandBufferWithUser's rules allow it (equal shapes, layout
+included; in-place users, `inplace.py`; elementwise fusions; dynamic-update-slice / scatter /
+set-dimension-size on operand 0, triangular-solve on 1; a sort's output i from operand i).
+Backend hints: a synchronous `all-reduce` on TPU and GPU, and on TPU the backend_config's
+`aliasing_operands` pairs (`hints.py`); XLA:GPU's fusion hints are not modelled. Shared values
+sit at one offset of one allocation, so where they meet they are one buffer, not two.
+The rules in full and what they change: see docs/memory.md, 'How the live set is computed'.
 """
 from __future__ import annotations
 
