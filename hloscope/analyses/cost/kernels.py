@@ -1,38 +1,15 @@
 """Pallas TPU kernels costed by their closed form: JAX's splash attention.
 
-A Pallas kernel on TPU is a `custom-call` with `custom_call_target="tpu_custom_call"`, its Mosaic
-body serialised in the backend config; XLA's cost analysis cannot look inside and counts it as
-nothing. For splash attention (`jax.experimental.pallas.ops.tpu.splash_attention`, the kernel
-MaxText runs as `attention=flash` on TPU) hloscope costs each launch from the flash-attention
-closed form on its operand shapes, as the kernel source of jax 0.10.2 computes it
-(splash_attention_kernel.py):
-
-- the kernel is recognised by its name, `splash_{mqa|mha}_{fwd|dq|dkv}[_segmented]
-  _{residuals|no_residuals}` (jax's `get_kernel_name`), which the custom-call's op_name ends with
-  (`.../splash_mqa_fwd_residuals/pallas_call`);
-- operands: the scalar-prefetch mask arrays (integer; `data_next`, `block_mask`, `mask_next`,
-  whichever exist) come first, then q, k, v, the first three floating operands. q is
-  [*batch, heads, s_q, d] (`vmap` adds the batch dimensions), k and v [*batch, s_kv, d] for the
-  multi-query kernel (`mqa`) or [*batch, kv_heads, s_kv, d] (`mha`); a `SEQ_MINOR` layout
-  (2 in the kernel metadata) swaps the last two;
-- block sizes come from the kernel metadata jax attaches (`frontend_attributes=
-  {kernel_metadata={"xprof_metadata": "{\\"block_q\\": ...}"}}`): `block_q`/`block_kv` for the
-  forward, `block_q_dq`/`block_kv_dq` for dq, `block_q_dkv`/`block_kv_dkv` for dkv; absent, the
-  whole sequence is one block;
-- the kernel skips the (q block, kv block) pairs its block mask marks empty and computes a
-  visited pair whole (a partially masked block costs a full one). The block mask is a constant
-  that XLA's dump elides (`constant({...})`), so the mask is taken to be causal (what hloscope's
-  `--attention splash` builds): pair (i, j) is visited when j * block_kv <= (i + 1) * block_q - 1;
-- per visited pair and head, each matmul costs 2 * block_q * block_kv * its contraction width:
-  forward 2 (Q K^T over d, P V over d_v); dq 3 (Q K^T, dO V^T over d_v, dS K); dkv 4 (K Q^T,
-  P^T dO, V dO^T, dS^T Q) and a 5th (dS K, for dq) when the backward is fused (`dkv` then
-  returns dq too: more than four outputs);
-- transcendentals: one exp per score element of a visited pair (forward: exp(s - m); backward:
-  exp(s - logsumexp)); the forward's per-row rescale exp(m_prev - m) and final log, and the
-  elementwise softmax arithmetic, are left out (they are O(block_q) per pair, not
-  O(block_q * block_kv) matmul work);
-- bytes accessed: every operand read once and every output written once (XLA's default rule);
-  the kernel re-reads k and v per query block from HBM, which this does not count.
+A Pallas kernel on TPU is a `custom-call` to `tpu_custom_call` whose Mosaic body XLA's cost
+analysis counts as nothing. A splash attention launch (recognised by jax's kernel name at the
+end of its op_name) is costed from the flash-attention closed form on its shapes, following
+splash_attention_kernel.py of jax 0.10.2: q, k, v are the first three floating operands (k, v
+[*batch, s_kv, d] for `mqa`, [*batch, kv_heads, s_kv, d] for `mha`; a `SEQ_MINOR` layout, 2 in
+the kernel metadata, swaps the last two); block sizes come from the kernel metadata (absent, the
+whole sequence is one block); the block mask, elided in the dump, is assumed causal; FLOPs count
+each visited (q block, kv block) pair's matmuls, one exp per score, and bytes XLA's default rule.
+The closed form, matmul by matmul: see docs/flops-and-remat.md, 'What is counted' (Splash
+attention).
 """
 from __future__ import annotations
 
