@@ -1,37 +1,14 @@
 """Reading an XSpace (`<host>.xplane.pb`, what `jax.profiler.trace` writes) into a `Trace`.
 
-What is read (docs/trace-captures.md has the table of what each writer puts where):
-
-- **Host planes** (`/host:CPU`): every event carrying an `hlo_op` stat is an executed HLO op;
-  `hlo_module`, `program_id` and `run_id` come with it. Events with a `step_num` stat
-  (`jax.profiler.StepTraceAnnotation`) are step marks.
-- **Device planes** (`/device:TPU:0`, `/device:GPU:0`): the "XLA Ops" line holds the ops (one
-  event per op, or several kernels for one fusion, each naming it), read by `device_ops`: the
-  op's name is its `hlo_op` stat, else the `%name` of the instruction text libtpu puts in the
-  event's name, else its `display_name`; its program and run come from its own stats or from
-  the enclosing event of the "XLA Modules" line (named `module(program_id)`); its time from
-  the device clock's `device_offset_ps` / `device_duration_ps` where libtpu gives them. The
-  "Async XLA Ops" line's copy-start..copy-done spans go to `Trace.async_events`, not op time.
-  The "Steps" line gives the step marks. A "TensorFlow Ops" line marks TensorFlow's own ops.
-- **Raw GPU device planes** (CUPTI, as a GPU trace is before xprof processes it): no "XLA Ops",
-  "XLA Modules" or "Steps" line, but one line per CUDA stream (`Stream #14(Compute,Memset)`,
-  `Stream #18(MemcpyD2H)`) whose events are kernels, memcpys and memsets, each an op event.
-  The event's name (its metadata's) is the kernel's: a fusion's kernel is its instruction's
-  name sanitized (`gemm_fusion_dot.72` runs as `gemm_fusion_dot_72`), a library kernel
-  (cuBLAS `nvjet_...`, `memcpy128`, `Memset 0`) names no instruction. The event's own stats
-  carry `hlo_module` and `program_id` (no `run_id`), and `hlo_op`, XLA's annotation of the
-  thunk that launched it: the instruction, or `command_buffer_<n>` when XLA ran a stretch of
-  thunks as one CUDA graph. The op's name is `hlo_op` unless it is a command buffer, then the
-  kernel's name; the command buffer is kept on the event (`OpEvent.command_buffer`). Steps
-  come from the host plane's StepTraceAnnotation events.
-- **`/host:metadata`**: one event metadata per compiled program, with the program's HloProto
-  (`Hlo Proto` stat, optimized HLO and buffer assignment) and its id: a `program_id` stat
-  (XLA:CPU, XLA:GPU), else the name `module(id)`, else the metadata's id, which libtpu writes
-  as the id's signed 64-bit value (`embedded_modules`).
-- **Memory events** of the host planes: the device allocators' peak (`memory_events`).
-
-Stats are looked up on the event first, then on its event metadata (device planes put constant
-stats there). A `ref_value` stat names another stat metadata whose name is the value.
+Executed HLO ops come from the host planes' `hlo_op` events (XLA:CPU), the device planes'
+"XLA Ops" line (libtpu; read by `device_ops`) or, on raw CUPTI GPU planes, the per-stream
+kernel, memcpy and memset events (a CUDA graph's `command_buffer_<n>` is kept on
+`OpEvent.command_buffer`). "Async XLA Ops" spans go to `Trace.async_events`, not op time; step
+marks come from "Steps" lines or `step_num` stats; `/host:metadata` carries each program's
+HloProto and id (`embedded_modules`); the host planes' memory events give the allocators' peak
+(`memory_events`). Stats are looked up on the event first, then on its event metadata; a
+`ref_value` stat names another stat metadata whose name is the value.
+What each writer puts where: see docs/trace-captures.md, 'What each writer puts where'.
 """
 from __future__ import annotations
 
