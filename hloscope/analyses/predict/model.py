@@ -394,13 +394,9 @@ class Predictor:
         `full`'s peak outside the loops plus every stack and the gathered embedding table, with
         no packing, or the layer loops' own peak (`full`'s inside them plus the kept stacks)
         where that is higher. Not where the f32 logits are at most ON_CHIP_LOGITS_BYTES: they
-        need not take HBM, and the order does not move the allocation. On llama-1b / v5e:2x2
-        (seq 2048, fixtures/predict/llama-v5e-squeezed.json, benchmarks/results/
-        logits_placement_llama1b.txt) the ten device-kept programs with stacks at least the f32
-        logits ran 4 after (−2.2%..+0.7% off the after figure) and 6 before (−0.2%..−0.1% off
-        the before figure); the choice follows neither figure nor the two's difference
-        (benchmarks/loss_order.py). The 28 with smaller stacks all ran after with `full`'s
-        packing, the need (−3.2%..+3.7%)."""
+        need not take HBM, and the order does not move the allocation.
+        Measured on llama-1b / v5e:2x2: see docs/frontier.md, 'libtpu's loss order: before or
+        after the backward loop'."""
         stacks = config.n_layers * (per_name["norm1"] + sum(
             per_name[name] for name, choice in choices.items() if choice == "device"))
         logits = tokens * config.vocab * 4 // tensor_ways
