@@ -311,12 +311,10 @@ class FrontierSearch:
         host bytes) that the winner's figure (`calibrated`, raised only) puts above the
         capacity, the one whose figure lowered by its nearest compiled neighbour's error is
         least, if within the predictor's largest overestimate so far: the one a prediction too
-        high would wrongly exclude. The lowered figure may be under the capacity (llama-1b /
-        gpu:h100:1x1x1, per-device batch 12: all four names kept, 60.1 GiB predicted over 59.3,
-        its neighbour without query_proj compiled 3.3 GiB under its prediction; 56.9 GiB
-        compiled). Without a winner (`full` compiled and over the capacity) the same, however
-        far above the capacity: keeping a name can lower XLA's allocation (XLA:CPU, tiny,
-        mlp_hidden kept: -8%)."""
+        high would wrongly exclude. The lowered figure may be under the capacity. Without a winner
+        (`full` compiled and over the capacity) the same, however far above the capacity:
+        keeping a name can lower XLA's allocation (XLA:CPU). Measured cases: see
+        docs/frontier.md, 'The same benchmark on GPU targets' and 'What is measured'."""
         reach = self.capacity * (1 + self.overestimate) if winner is not None else float("inf")
         figures = {id(c): calibrated(c, compiled, lower=True) for c in ranked
                    if c.compiled_bytes is None}
@@ -370,9 +368,8 @@ def calibrated(candidate: Candidate, compiled: list[Candidate], lower: bool = Fa
     the predictor low raises its neighbours, one that shows it high does not lower them where
     the search picks a winner, only where it picks the probe. libtpu fits a
     program whose schedule would exceed the HBM into it by rescheduling and rematerializing
-    (llama-1b / v5e:2x2, seq 2048, per-device batch 6, mlp_gate and mlp_up kept: 19.0 GiB
-    predicted, 14.7 GiB compiled; the peak moves from the forward's logits to the backward and
-    XLA's remat clones appear), so a neighbour of such a program need not fit; the probe
+    (docs/frontier.md, 'libtpu's memory-pressure rematerialization'; v5e against v5p figures
+    under 'libtpu's loss order'), so a neighbour of such a program need not fit; the probe
     (`FrontierSearch._probe`) looks for those."""
     if candidate.compiled_bytes is not None:
         return candidate.compiled_bytes
