@@ -4,16 +4,12 @@ A scanned model's forward layer loop stacks the residuals its backward layer loo
 stacked `[layers, ...]` buffer lives from the first top-level layer loop (the forward's) to the
 last (the backward's). A remat policy that keeps more names grows those stacks, so what it adds
 to the program's peak is what it adds inside that span. XLA may schedule the program's peak
-outside it: libtpu runs the loss's forward (`jvp(log_softmax)`, the f32 logits) after the
-backward layer loop when it lowers the peak (llama-1b / v5e:2x2, seq 2048, `full` at per-device
-batch 6: 12.88 GiB live there, 12.09 GiB at most inside the span), and the stacks a policy keeps
-then fill the headroom between the two before they raise the peak.
-
-What the entry makes between the loops and keeps until after the last is *deferred* past the
-backward loop, live through all of it: libtpu computes llama-1b's embedding gradient after the
-backward loop and keeps the bf16 logits (bf16[6,2048,128256], 2.94 GiB at per-device batch 6)
-alive for it, the first thing its memory-pressure rematerialization recomputes instead once the
-cheaper gathered embedding table is not enough (`analyses/predict/model.py`).
+outside it (libtpu runs the loss's forward after the backward layer loop when that lowers the
+peak), and the stacks a policy keeps then fill the headroom between the two before they raise
+the peak. What the entry makes between the loops and keeps until after the last is *deferred*
+past the backward loop, live through all of it (libtpu's embedding gradient keeps the bf16
+logits alive for it: `analyses/predict/model.py`). The llama-1b figures: see docs/frontier.md,
+'Kept stacks under `full`'s peak outside its layer loops'.
 """
 from __future__ import annotations
 
