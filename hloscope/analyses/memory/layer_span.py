@@ -9,7 +9,7 @@ peak), and the stacks a policy keeps then fill the headroom between the two befo
 the peak. What the entry makes between the loops and keeps until after the last is *deferred*
 past the backward loop, live through all of it (libtpu's embedding gradient keeps the bf16
 logits alive for it: `analyses/predict/model.py`). The llama-1b figures: see docs/frontier.md,
-'Kept stacks under `full`'s peak outside its layer loops'.
+'Kept stacks under `full`'s peak outside its layer loops' and 'What libtpu recomputes first'.
 """
 from __future__ import annotations
 
