@@ -71,8 +71,8 @@ ENTRY e {
   c6 = f32[1,6,6,8] convolution(y, g), window={size=3x3}, dim_labels=b01f_01io->b01f,
       batch_group_count=4
   v = f32[5,7,2] parameter(5)
-  k = f32[2,2,3] parameter(6)
-  c7 = f32[5,3] convolution(v, k), dim_labels=bf0_oi0->bf0
+  k = f32[3,7,2] parameter(6)
+  c7 = f32[5,3,1] convolution(v, k), window={size=2}, dim_labels=bf0_oi0->bf0
   // c7 is dead code: XLA's cost analysis visits unreachable instructions too
   ROOT t = (f32[2,32,32,16], f32[2,16,16,16], f32[2,63,63,16], f32[2,28,28,16],
       f32[2,30,30,8], f32[1,6,6,8]) tuple(c1, c2, c3, c4, c5, c6)
