@@ -62,11 +62,27 @@ def parse_shape_prefix(text: str, pos: int) -> tuple[Shape, int]:
     if element_type not in ELEMENT_BITS:
         raise TextSyntaxError(f"unknown element type '{element_type}'", match.start(1))
     dims, dynamic = _parse_dims(match.group(2), match.start(2))
+    _check_array_size(element_type, dims, match.start(2))
     end = match.end()
     layout = None
     if end < len(text) and text[end] == "{":
         layout, end = _parse_layout(text, end, len(dims))
     return Shape(element_type, dims, dynamic, layout), end
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _check_array_size(element_type: str, dims: tuple[int, ...], pos: int) -> None:
+    """XLA keeps dimensions and an array's byte size in int64: its parser refuses a dimension
+    past that, and ShapeUtil::ValidateShape a shape whose size may overflow it."""
+    if any(d > _INT64_MAX for d in dims):
+        raise TextSyntaxError("dimension size does not fit in int64", pos)
+    elements = 1
+    for d in dims:
+        elements *= max(d, 0)
+    if elements * ELEMENT_BITS[element_type] // 8 > _INT64_MAX:
+        raise TextSyntaxError("shape's size may overflow int64 (XLA's shape validation)", pos)
 
 
 def _parse_buffer(text: str, pos: int) -> tuple[Shape, int]:

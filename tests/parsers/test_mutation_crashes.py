@@ -181,3 +181,26 @@ def test_convolution_dim_labels_missing_a_dimension(tmp_path: Path, lenient: boo
     error = _refused(_CONVOLUTION.replace("LABELS", "b01f_01io->b01"), tmp_path, lenient=lenient)
     assert error.location.line == 6
     assert "output part 'b01' does not name each of the 4 dimensions" in error.message
+
+
+_HUGE = """HloModule m, is_scheduled=true
+
+ENTRY %e (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  %c = SHAPE copy(f32[4]{0} %p)
+  ROOT %r = f32[4]{0} negate(f32[4]{0} %p)
+}
+"""
+
+
+@pytest.mark.parametrize("shape", ["f32[299999999999999999999]{0}",  # past int64 (fuzz 460501)
+                                   "f32[4611686018427387904]{0}"])    # 2^62 x 4 B overflows
+def test_an_array_past_int64_is_refused_at_its_dimensions(shape: str) -> None:
+    """Once an OverflowError in the heap packing: XLA keeps dimensions and byte sizes in int64
+    (its parser and ShapeUtil::ValidateShape refuse these), so loading does too, located."""
+    text = _HUGE.replace("SHAPE", shape)
+    for lenient in (False, True):
+        with pytest.raises(ParseError) as caught:
+            hloscope.load(text, lenient=lenient)
+        assert (caught.value.location.line, caught.value.location.column) == (5, 12)
+    assert hloscope.memory(_HUGE.replace("SHAPE", "f32[4]{0}")).peak_bytes > 0
