@@ -89,7 +89,7 @@ def predict_from_full(rows: list[dict[str, Any]]) -> None:
 
 
 def fit_memory_efficiency(rows: list[dict[str, Any]], calibration: Any) -> Any:
-    from hloscope.analyses.steptime.calibration import FIT, Figure
+    from hloscope.calibration import FIT, Figure
 
     fitted = [row for row in rows if row["set"] == "blockwise"]
     low, high = 0.3, 1.0

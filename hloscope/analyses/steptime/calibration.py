@@ -9,22 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscope.calibration import (
-    DATASHEET,
-    DEFAULT,
-    FIT,
-    MEASURED,
-    UNCHECKED,
-    XLA,
-    Figure,
-    cpu,
-    gpu,
-    tpu,
-)
+from hloscope.calibration import DATASHEET, DEFAULT, MEASURED, UNCHECKED, Figure, cpu, gpu, tpu
 from hloscope.devices import Device, get_device
 
-__all__ = ["CALIBRATIONS", "DATASHEET", "DEFAULT", "FIT", "MEASURED", "PCIE_PAYLOAD_EFFICIENCY",
-           "UNCHECKED", "XLA", "Calibration", "Figure", "calibration_for", "host_link_rate",
+__all__ = ["CALIBRATIONS", "PCIE_PAYLOAD_EFFICIENCY", "Calibration", "calibration_for",
+           "host_link_rate",
            "measured_cpu"]
 
 H100_RESULTS = gpu.H100_RESULTS

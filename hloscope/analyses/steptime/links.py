@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscope.analyses.steptime.calibration import Calibration, Figure, host_link_rate
+from hloscope.analyses.steptime.calibration import Calibration, host_link_rate
+from hloscope.calibration import Figure
 from hloscope.devices import Device
 
 ICI, DCN, HOST_OUT, HOST_IN = "ici", "dcn", "host_out", "host_in"
