@@ -1,17 +1,18 @@
 """Opcode rules of XLA's verifier that its parser lets through (xla/service/hlo_verifier.cc,
 ShapeVerifier): a compare's `type=` fits its operands' element type (FLOAT or TOTALORDER for
 floating point, SIGNED for signed integers, UNSIGNED for unsigned integers and pred); an iota is
-an array of rank 1 or more, not pred, whose `iota_dimension` is one of its dimensions; a
-collective-permute of one operand names each source and each target once; an rng takes two
-scalars of its result's element type (a floating one for rng_normal); a select chooses between
-arrays of its result's element type; an async-start's shape at {0} holds its operands' shapes; a
-composite call has a `composite.name`, a non-empty `composite.attributes` and a non-negative
-`composite.version` where given; a reduce-scatter scatters along one of its operand's dimensions,
-over replica groups of one size that divide it into its result; `use_global_device_ids=true`
-comes with replica groups; a scatter's `scatter_dims_to_operand_dims` are dimensions of its
-operand; a fusion, while or conditional runs computations of its own computation's execution
-thread. (An unbounded dimension, `f32[?]`, which XLA's default verifier refuses, is kept: XLA's
-own translation tests hold such modules.)
+an array of rank 1 or more, not pred, whose `iota_dimension` is one of its dimensions; an rng
+takes two scalars of its result's element type (a floating one for rng_normal); a select chooses
+between arrays of its result's element type; an async-start's shape at {0} holds its operands'
+shapes; a composite call has a `composite.name`, a non-empty `composite.attributes` and a
+non-negative `composite.version` where given; a reduce-scatter scatters along one of its
+operand's dimensions, over replica groups of one size that divide it into its result;
+`use_global_device_ids=true` comes with replica groups; a scatter's
+`scatter_dims_to_operand_dims` are dimensions of its operand; a fusion, while or conditional
+runs computations of its own computation's execution thread. Collective-permutes and
+ragged-all-to-alls: `collective_rules.py`; scaled-dots: `dot_rules.py`. (An unbounded
+dimension, `f32[?]`, which XLA's default verifier refuses, is kept: XLA's own translation tests
+hold such modules.)
 Each failure is a ParseError (exit 4) at the instruction.
 """
 from __future__ import annotations
@@ -22,11 +23,12 @@ from collections.abc import Callable
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import HloModule
 from hloscope.model.replica_groups import parse_replica_groups
+from hloscope.parsers.checks.collective_rules import COLLECTIVE_RULES
+from hloscope.parsers.checks.dot_rules import DOT_RULES
 
 _Defined = dict[str, Instruction]
 _COMPARE_TYPE = re.compile(r"\btype=\s*([A-Za-z]+)")
 _FLOATING = ("f", "bf")
-_PAIR = re.compile(r"\{\s*(-?\d+)\s*,\s*(-?\d+)\s*\}")
 _MAIN_THREAD = "main"
 # (a call or custom-call may run another thread's computation unless an option says otherwise)
 _THREADED_CALLERS = ("fusion", "while", "conditional")
@@ -54,21 +56,6 @@ def _check_threads(instruction: Instruction, thread: str, threads: dict[str, str
             _fail(instruction, f"{instruction.opcode} on thread {thread} calls {name} of thread "
                                f"{called}; a called computation runs on its caller's thread",
                   max(instruction.text.find(name, instruction.operands_end), 0))
-
-
-def _check_permute_pairs(instruction: Instruction, defined: _Defined) -> None:
-    if len(instruction.operands) != 1:
-        return  # the in-place form may name a source once per buffer
-    value = instruction.raw_attribute("source_target_pairs") or ""
-    sources: set[int] = set()
-    targets: set[int] = set()
-    for source, target in ((int(a), int(b)) for a, b in _PAIR.findall(value)):
-        for role, number, seen in (("Source", source, sources), ("Target", target, targets)):
-            if number < 0 or number in seen:
-                problem = "is negative" if number < 0 else "appears more than once"
-                _fail(instruction, f"{role} {number} {problem} in the source-target pairs",
-                      instruction.text.find("source_target_pairs", instruction.operands_end))
-            seen.add(number)
 
 
 def _fail(instruction: Instruction, message: str, offset: int) -> None:
@@ -240,5 +227,5 @@ _RULES: dict[str, Callable[[Instruction, _Defined], None]] = {
     "reduce-scatter": _check_reduce_scatter, "all-reduce": _check_global_ids_groups,
     "all-reduce-start": _check_global_ids_groups, "all-gather": _check_global_ids_groups,
     "all-gather-start": _check_global_ids_groups, "scatter": _check_scatter_dims,
-    "collective-permute": _check_permute_pairs, "collective-permute-start": _check_permute_pairs,
+    **COLLECTIVE_RULES, **DOT_RULES,
 }
