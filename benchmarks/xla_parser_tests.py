@@ -162,8 +162,9 @@ def _test_verdict(source: str, start: int, end: int,
         return TEMPLATE
     declared = DECLARED.search(statement_head.rstrip())
     body_after = source[end:test[1]]
-    if declared and declared.group(1) not in ("ParseAndReturnUnverifiedModule",
-                                               "ParseAndReturnVerifiedModule"):
+    named = bool(declared) and declared.group(1) not in ("ParseAndReturnUnverifiedModule",
+                                                         "ParseAndReturnVerifiedModule")
+    if named:
         variable = declared.group(1)
         uses = [m.start() for m in re.finditer(rf"\b{re.escape(variable)}\b", body_after)]
         if any(TEMPLATE_USE.search(body_after[:u].rstrip()) for u in uses):
@@ -184,7 +185,7 @@ def _test_verdict(source: str, start: int, end: int,
                     "HloVerifierOpts)")
         if EDITED.search(window):
             return "edited in C++ between parsing and the verifier"
-    head = source[test[0]:end] if window_start == 0 else body_after[window_start:call]
+    head = body_after[window_start:call] if named else source[test[0]:end]
     verified = "Unverified" not in head[-300:] or bool(VERIFIER_RUN.search(window))
     return (not FAILURE.search(window), verified)
 
