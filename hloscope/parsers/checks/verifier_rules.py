@@ -10,9 +10,10 @@ operand's dimensions, over replica groups of one size that divide it into its re
 `use_global_device_ids=true` comes with replica groups; a scatter's
 `scatter_dims_to_operand_dims` are dimensions of its operand; a fusion, while or conditional
 runs computations of its own computation's execution thread. Collective-permutes and
-ragged-all-to-alls: `collective_rules.py`; scaled-dots: `dot_rules.py`. (An unbounded
-dimension, `f32[?]`, which XLA's default verifier refuses, is kept: XLA's own translation tests
-hold such modules.)
+ragged-all-to-alls: `collective_rules.py`; scaled-dots: `dot_rules.py`; rules across
+instructions: `module_rules.py`; shardings: `sharding_rules.py`; original values:
+`original_value.py`. (An unbounded dimension, `f32[?]`, which XLA's default verifier refuses, is
+kept: XLA's own translation tests hold such modules.)
 Each failure is a ParseError (exit 4) at the instruction.
 """
 from __future__ import annotations
@@ -25,6 +26,13 @@ from hloscope.model.module import HloModule
 from hloscope.model.replica_groups import parse_replica_groups
 from hloscope.parsers.checks.collective_rules import COLLECTIVE_RULES
 from hloscope.parsers.checks.dot_rules import DOT_RULES
+from hloscope.parsers.checks.module_rules import OPCODES as MODULE_OPCODES
+from hloscope.parsers.checks.module_rules import ModuleRules
+from hloscope.parsers.checks.original_value import check_original_value
+from hloscope.parsers.checks.sharding_rules import (
+    check_sharding_consistency,
+    check_sharding_rank,
+)
 
 _Defined = dict[str, Instruction]
 _COMPARE_TYPE = re.compile(r"\btype=\s*([A-Za-z]+)")
@@ -32,21 +40,32 @@ _FLOATING = ("f", "bf")
 _MAIN_THREAD = "main"
 # (a call or custom-call may run another thread's computation unless an option says otherwise)
 _THREADED_CALLERS = ("fusion", "while", "conditional")
+_SHARING_CALLERS = ("while", "conditional")
 
 
 def check_verifier_rules(module: HloModule) -> None:
     """Raises a located ParseError at the first instruction that breaks a rule."""
     threads = {name: c.execution_thread or _MAIN_THREAD for name, c in module.computations.items()}
     threaded = len(set(threads.values())) > 1
+    across = ModuleRules()
     for computation in module.computations.values():
         defined: _Defined = {}
         for instruction in computation.instructions:
             rule = _RULES.get(instruction.opcode)
             if rule is not None:
                 rule(instruction, defined)
+            if instruction.opcode in MODULE_OPCODES:
+                across.see(instruction, defined)
+            if "sharding=" in instruction.text:
+                check_sharding_rank(instruction)
+            if "origin=" in instruction.text:
+                check_original_value(instruction)
+            if instruction.opcode in _SHARING_CALLERS:
+                check_sharding_consistency(instruction, module)
             if threaded and instruction.opcode in _THREADED_CALLERS:
                 _check_threads(instruction, threads[computation.name], threads)
             defined[instruction.name] = instruction
+    across.finish(module)
 
 
 def _check_threads(instruction: Instruction, thread: str, threads: dict[str, str]) -> None:
