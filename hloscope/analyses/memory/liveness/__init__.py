@@ -12,6 +12,7 @@ text alone, in the same steps as XLA:
     aliasing.py   values that share a buffer (HloAliasAnalysis)
     ranges.py     live ranges, made disjoint within a buffer (HloLiveRange)
     sharing.py    outputs made in the buffer of an operand that dies there (HeapSimulator)
+    gpu_hints.py  XLA:GPU's sharing hint (GpuAliasInfo), with gpu_emitter.py's fusion analysis
     peak.py       the peak moment, the live set at it, per memory space, and the timeline
     categories.py what each buffer is: parameter, optimizer state, activation, gradient, ...
 

@@ -3,12 +3,14 @@
 Replaying the live ranges in time order as XLA's HeapSimulator::RunComputation does, a value
 defined at t may share the buffer of an operand value whose range ends at t when both are alone
 in their buffers (`aliasing.py`), no other value defined at t took it first, and
-HloDataflowAnalysis::CanShareOperandBufferWithUser's rules allow it (equal shapes, layout
-included; in-place users, `inplace.py`; elementwise fusions; dynamic-update-slice / scatter /
+HloDataflowAnalysis::CanShareOperandBufferWithUser allows it: equal shapes (layout included)
+and an in-place pair (`inplace.py`); else the backend's hint where it gives one; else, for
+equal shapes, the generic rules (elementwise fusions; dynamic-update-slice / scatter /
 set-dimension-size on operand 0, triangular-solve on 1; a sort's output i from operand i).
-Backend hints: a synchronous `all-reduce` on TPU and GPU, and on TPU the backend_config's
-`aliasing_operands` pairs (`hints.py`); XLA:GPU's fusion hints are not modelled. Shared values
-sit at one offset of one allocation, so where they meet they are one buffer, not two.
+Backend hints: on TPU a synchronous `all-reduce` and the backend_config's `aliasing_operands`
+pairs (`hints.py`); on GPU XLA:GPU's (`gpu_hints.py`), which decides every fusion, collective
+and custom-call and may share arrays of other shapes with as many elements of one bit width.
+Shared values sit at one offset of one allocation, so where they meet they are one buffer.
 The rules in full and what they change: see docs/memory.md, 'How the live set is computed'.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from hloscope.analyses.memory.liveness.aliasing import UnionFind
+from hloscope.analyses.memory.liveness.gpu_hints import GpuAliasInfo
 from hloscope.analyses.memory.liveness.hints import hinted_pairs
 from hloscope.analyses.memory.liveness.inplace import InPlaceRules
 from hloscope.analyses.memory.liveness.program import FlatProgram, fused_computation
@@ -137,6 +140,7 @@ class ShareRules:
         self.backend = backend
         self.in_place = InPlaceRules(module)
         self._users: dict[str, dict[str, list[Instruction]]] = {}
+        self.gpu = GpuAliasInfo(module, _is_elementwise, self._elementwise_on)
 
     def can_share(self, operand_value: Value, user: Instruction, user_index: Index,
                   operands: list[Instruction], operand: Instruction | None = None) -> bool:
@@ -147,11 +151,16 @@ class ShareRules:
         if user.opcode == "custom-call" and user.custom_call_target in _CUBLAS_LT \
                 and user_index == (1,):
             return False
-        if operand_value.shape != user.shape.subshape(user_index):
-            return False
-        if self._must_alias(operand_value, user, user_index):
+        equal = operand_value.shape == user.shape.subshape(user_index)
+        if equal and self._must_alias(operand_value, user, user_index):
             return True
-        if user.opcode == "all-reduce" and self.backend in ("tpu", "gpu"):
+        if self.backend == "gpu":
+            hint = self.gpu.may_alias(operand, user, user_index, operands)
+            if hint is not None:
+                return hint
+        if not equal:
+            return False
+        if user.opcode == "all-reduce" and self.backend == "tpu":
             return self._all_reduce_in_place(user, operand, user_index, operands)
         number = next(i for i, o in enumerate(operands) if o is operand)
         if self.backend == "tpu" and any((i, user_index) in hinted_pairs(user)
@@ -163,12 +172,10 @@ class ShareRules:
             return self._call_shares(user, operand_value)
         return self._may_share(user, number, operand, user_index, operands)
 
-    def _all_reduce_in_place(self, user: Instruction, operand: Instruction, user_index: Index,
+    @staticmethod
+    def _all_reduce_in_place(user: Instruction, operand: Instruction, user_index: Index,
                              operands: list[Instruction]) -> bool:
-        """The backends' may-alias hint for an all-reduce (module docstring)."""
-        if self.backend == "gpu" and "nvshmem" in (user.raw_attribute("backend_config") or
-                                                   "").lower():
-            return False
+        """libtpu's may-alias hint for an all-reduce (module docstring)."""
         return len(operands) == 1 or (len(user_index) == 1 and operands[user_index[0]] is operand)
 
     def _sort_shares(self, user: Instruction, operand: Instruction, user_index: Index,
@@ -281,3 +288,8 @@ class ShareRules:
         parameter = next((i for i in computation.instructions
                           if i.opcode == "parameter" and i.parameter_number == number), None)
         return users, parameter
+
+
+def _is_elementwise(instruction: Instruction) -> bool:
+    """HloInstruction::IsElementwise, no operand named (a dynamic-update-slice is not)."""
+    return instruction.opcode in _ELEMENTWISE
