@@ -238,17 +238,18 @@ class InstructionReader:
                                     "result shape, ...)", instruction.operands_start)
         computation = Computation(name=self._unique_computation("async_wrapped"),
                                   line=instruction.line)
+        operand_texts, result_text = _wrapped_shape_texts(instruction.shape_text, shape)
         parameters = []
-        for number, parameter_shape in enumerate(shape.tuple_shapes[0].tuple_shapes):
+        for number, parameter_shape in enumerate(operand_texts):
             name = self._unique("async_param")
             parameters.append(name)
             computation.instructions.append(
-                _synthetic(name, "parameter", str(parameter_shape), str(number), "", instruction))
+                _synthetic(name, "parameter", parameter_shape, str(number), "", instruction))
         tail = _without_thread(instruction)
         thread = instruction.raw_attribute(_THREAD)
         if thread is not None:
             computation.execution_thread = thread.strip().strip('"')
-        root = _synthetic(self._unique(wrapped), wrapped, str(shape.tuple_shapes[1]),
+        root = _synthetic(self._unique(wrapped), wrapped, result_text,
                           ", ".join(parameters), tail, instruction)
         root.is_root = True
         computation.instructions.append(root)
@@ -320,6 +321,19 @@ def _is_instruction(text: str, pos: int, end: int) -> bool:
 def _padded(name: str, span: str) -> str:
     """`name` in place of `span`, padded to its length with its line breaks kept."""
     return name + blank(span[len(name) :]) if len(name) <= len(span) else name
+
+
+def _wrapped_shape_texts(shape_text: str, shape: Shape) -> tuple[list[str], str]:
+    """The wrapped instruction's operand shapes and result shape, from an async-start's
+    `((operands), result, ...)`: as written where it holds buffer shapes `b(...)`, which the
+    Shape model keeps as their arrays, else printed from the shape."""
+    if "b(" not in shape_text:
+        return [str(s) for s in shape.tuple_shapes[0].tuple_shapes], str(shape.tuple_shapes[1])
+    items = [shape_text[a:b].strip() for a, b in split_top_level(shape_text, 1,
+                                                                  len(shape_text) - 1)]
+    operands = items[0][1:-1]
+    return ([operands[a:b].strip() for a, b in split_top_level(operands) if operands.strip()],
+            items[1])
 
 
 def _synthetic(name: str, opcode: str, shape_text: str, operands: str, tail: str,

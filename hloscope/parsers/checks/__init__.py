@@ -29,6 +29,7 @@ from hloscope.model.module import HloModule
 from hloscope.parsers.checks.aliasing import check_aliasing
 from hloscope.parsers.checks.async_chains import check_async_chains
 from hloscope.parsers.checks.async_pairs import check_async_pairs
+from hloscope.parsers.checks.buffer_rules import check_buffers
 from hloscope.parsers.checks.instructions import check_computation
 from hloscope.parsers.checks.opcode_rules import check_opcode_rules
 from hloscope.parsers.checks.signatures import check_signatures
@@ -63,6 +64,7 @@ def _check(module: HloModule) -> None:
     check_signatures(module)
     check_async_pairs(module)
     check_verifier_rules(module)
+    check_buffers(module)
 
 
 def lenient_warnings(module: HloModule) -> list[str]:
