@@ -8,12 +8,13 @@ attributes each opcode allows and their enum values, constant literals, `padding
 cycle), async chains, `input_output_alias` and `buffer_donor` (`xla_facts.py` holds what was
 probed from XLA), the shape rules it applies to some opcodes and to computation headers
 (`opcode_rules.py`); and, as XLA's verifier does, the signatures of the computations fusions,
-calls, async-starts, while loops and conditionals run (`signatures.py`) and asynchronous pairs
-(`async_pairs.py`), compare types and iota shapes (`verifier_rules.py`). Each failure is a
-ParseError (exit 4) at file:line:col. A lenient load (`--lenient`, `lenient=True`) skips them
-but the signatures, which every analysis relies on, for hand-edited modules; it never skips
-syntax or truncation errors, and warns of what it let through that old XLAs wrote
-(`lenient_warnings`: `api_version=API_VERSION_UNSPECIFIED`).
+calls, async-starts, while loops and conditionals run (`signatures.py`), asynchronous pairs
+(`async_pairs.py`), opcode, collective, sharding and cross-instruction rules
+(`verifier_rules.py` and the modules it names) and buffer shapes (`buffer_rules.py`, on modules
+that hold one). Each failure is a ParseError (exit 4) at file:line:col. A lenient load
+(`--lenient`, `lenient=True`) skips them but the signatures, which every analysis relies on, for
+hand-edited modules; it never skips syntax or truncation errors, and warns of what it let through
+that old XLAs wrote (`lenient_warnings`: `api_version=API_VERSION_UNSPECIFIED`).
 
 One pass over the instructions: attributes are looked at only where a regex over the text after the
 operands finds a key that needs it, and what passed once (a constant's literal for its shape, an
@@ -63,8 +64,8 @@ def _check(module: HloModule) -> None:
     check_opcode_rules(module)
     check_signatures(module)
     check_async_pairs(module)
-    check_verifier_rules(module)
-    check_buffers(module)
+    if check_verifier_rules(module):
+        check_buffers(module)
 
 
 def lenient_warnings(module: HloModule) -> list[str]:

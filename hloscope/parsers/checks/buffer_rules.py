@@ -207,10 +207,8 @@ def _check_instruction(scope: _Scope, instruction: Instruction, entry: bool) -> 
 
 
 def check_buffers(module: HloModule) -> None:
-    """Raises a located ParseError at the first misuse of a buffer; a module without `b(`
-    shapes costs one look at each instruction's shape text."""
-    if not any("b(" in i.shape_text for _, i in module.instructions()):
-        return
+    """Raises a located ParseError at the first misuse of a buffer (run it only on modules that
+    hold a `b(...)` shape: `check_verifier_rules` says which)."""
     async_computations: set[str] = set()
     while_computations: set[str] = set()
     for _, instruction in module.instructions():

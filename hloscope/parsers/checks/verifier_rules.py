@@ -41,31 +41,39 @@ _MAIN_THREAD = "main"
 # (a call or custom-call may run another thread's computation unless an option says otherwise)
 _THREADED_CALLERS = ("fusion", "while", "conditional")
 _SHARING_CALLERS = ("while", "conditional")
+_ACROSS = MODULE_OPCODES | {*_SHARING_CALLERS, *_THREADED_CALLERS}
 
 
-def check_verifier_rules(module: HloModule) -> None:
-    """Raises a located ParseError at the first instruction that breaks a rule."""
+def check_verifier_rules(module: HloModule) -> bool:
+    """Raises a located ParseError at the first instruction that breaks a rule; says whether
+    the module holds a buffer shape `b(...)` (for `buffer_rules.py`)."""
     threads = {name: c.execution_thread or _MAIN_THREAD for name, c in module.computations.items()}
     threaded = len(set(threads.values())) > 1
     across = ModuleRules()
+    buffers = False
     for computation in module.computations.values():
         defined: _Defined = {}
         for instruction in computation.instructions:
-            rule = _RULES.get(instruction.opcode)
+            opcode, text = instruction.opcode, instruction.text
+            rule = _RULES.get(opcode)
             if rule is not None:
                 rule(instruction, defined)
-            if instruction.opcode in MODULE_OPCODES:
-                across.see(instruction, defined)
-            if "sharding=" in instruction.text:
+            if opcode in _ACROSS:
+                if opcode in MODULE_OPCODES:
+                    across.see(instruction, defined)
+                if opcode in _SHARING_CALLERS:
+                    check_sharding_consistency(instruction, module)
+                if threaded and opcode in _THREADED_CALLERS:
+                    _check_threads(instruction, threads[computation.name], threads)
+            if "sharding=" in text:
                 check_sharding_rank(instruction)
-            if "origin=" in instruction.text:
+            if "origin=" in text:
                 check_original_value(instruction)
-            if instruction.opcode in _SHARING_CALLERS:
-                check_sharding_consistency(instruction, module)
-            if threaded and instruction.opcode in _THREADED_CALLERS:
-                _check_threads(instruction, threads[computation.name], threads)
+            if "b(" in instruction.shape_text:
+                buffers = True
             defined[instruction.name] = instruction
     across.finish(module)
+    return buffers
 
 
 def _check_threads(instruction: Instruction, thread: str, threads: dict[str, str]) -> None:
