@@ -73,18 +73,21 @@ def measure(folder: Path, module: str | None, source: str, program: str) -> Row:
     held = max(held_bytes(artifacts.read_live_range(), chunks(assignment, device)))
     allocation = memory_analysis_figures(assignment, result.backend).allocated_bytes
     return Row(source, program, result.backend,
-               _tpu_hbm_peak(loaded.module) if tpu else result.peak_bytes, held,
+               _tpu_hbm_peak(loaded.module, loaded.target) if tpu else result.peak_bytes, held,
                result.estimated_allocation_bytes, allocation, tuple(violations(result)))
 
 
-def _tpu_hbm_peak(module) -> int:
-    """The HBM live peak with libtpu's allocation sizes (tiles, 512-byte granularity)."""
-    from hloscope.analyses.memory.heap import allocation_size, place_buffers
+def _tpu_hbm_peak(module, target: str | None) -> int:
+    """The HBM live peak with libtpu's allocation sizes (tiles, 512-byte granularity; tuple
+    tables as the target's generation sizes them)."""
+    from hloscope.analyses.memory.heap import allocation_size, place_buffers, tpu_generation
     from hloscope.analyses.memory.liveness import analyze_liveness
     from hloscope.analyses.memory.liveness.peak import live_bytes
 
-    liveness = place_buffers(analyze_liveness(module), "tpu").liveness
-    return max(live_bytes(liveness, allocation_size("tpu"), keep=lambda v: v.memory_space == 0))
+    generation = tpu_generation(target)
+    liveness = place_buffers(analyze_liveness(module), "tpu", generation).liveness
+    return max(live_bytes(liveness, allocation_size("tpu", generation),
+                          keep=lambda v: v.memory_space == 0))
 
 
 def fixture_rows() -> list[Row]:

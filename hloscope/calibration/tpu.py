@@ -52,6 +52,31 @@ TUPLE_ELEMENT_BYTES = Figure(
     "B, a 200-element one 1024 (tests/oracles/tpu_memory_programs.py, many_outputs)",
     "tests/analyses/memory/test_heap_tpu.py::test_estimate_within_two_percent_of_the_buffer"
     "_assignment")
+_BUILDS = ("the buffer assignments of the TPU fixtures, the built-in model's cached builds and "
+           "benchmarks/tpu_families.py (libtpu 0.0.42.1)")
+_SIZES = "tests/analyses/memory/test_tpu_sizes.py"
+
+
+def _table(granule: int, seen: str) -> Figure:
+    return Figure(granule, MEASURED, f"every tuple-shaped HBM value in {_BUILDS} on {seen} "
+                  "takes TUPLE_ELEMENT_BYTES per element rounded up to this many bytes",
+                  f"{_SIZES}::test_tuple_tables_are_libtpus_sizes")
+
+
+# a tuple table's size per generation; others (and a program whose target is unknown) take
+# GRANULARITY
+TUPLE_TABLE_GRANULE: dict[str, Figure] = {
+    "v4": _table(512, "v4 (12 programs, 1,148 tables)"),
+    "v5e": _table(512, "v5e (38 programs, 9,891 tables)"),
+    "v5p": _table(32, "v5p (12 programs, 1,226 tables: 2 to 5 elements 32 B, 9 and 14 64 B, 50 "
+                  "224 B)"),
+    "v6e": _table(32, "v6e (21 programs, 5,533 tables: 1 to 8 elements 32 B, 9 to 16 64 B, 84 "
+                  "352 B)"),
+}
+UNTILED_TILE_ELEMENTS = Figure(
+    1024, MEASURED, f"an HBM scalar without a tile in its layout takes 1024 elements (u32[] and "
+    f"s32[] constants 4096 B, bf16[] 2048, pred[] 1024): all 764 in {_BUILDS}; a rank-1 one "
+    "too (s32[2]{0:S(4)} 4096 B)", f"{_SIZES}::test_an_untiled_scalar_takes_1024_elements")
 HBM_ALIGNMENT = Figure(
     16384, MEASURED, "every offset in libtpu's HBM heap (color 0's preallocated-temp allocation) "
     "is a multiple of 16 KiB: the TPU fixtures (v5e) and benchmarks/tpu_families.py (v4, v5p, "
@@ -61,17 +86,6 @@ HBM_TUPLE_SLOT = Figure(
     "table) holds a 16 KiB slot of its own for the whole program, the last ending at its "
     "512-byte table: the same buffer assignments", f"{_LIBTPU_HEAP}; tests/analyses/oom/"
     "test_tpu_fit.py")
-
-HBM_HEAP_RESERVE = Figure(
-    2_686_555_136, MEASURED, "libtpu's HBM heap limit, under which it keeps its primary "
-    "packing (best fit in allocation order) and over which it repacks ('Primary algorithm failed "
-    "or exceeded limit (A vs L). Running fallback algorithm via lazy replay.', its log's "
-    "heap_simulator.h lines), is the usable HBM less the buffer assignment's other HBM "
-    "allocations less this: 2,686,510,080 to 2,686,574,592 B on the three llama-1b v5e:2x2 builds "
-    "that logged one, 2,688,521,824 on llama-70b v6e:8x16 (docs/memory.md, 'TPU: libtpu's two "
-    "packings'; libtpu 0.0.42.1)",
-    "tests/analyses/memory/test_tpu_heap_order.py::test_libtpu_keeps_its_primary_packing_under_its"
-    "_limit")
 
 # the memory predictor (hloscope.analyses.predict.model): libtpu's behaviour, fitted
 REMAT_PERCENT = Figure(

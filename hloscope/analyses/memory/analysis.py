@@ -34,6 +34,7 @@ from hloscope.analyses.memory.heap import (
     Placement,
     estimate_placed,
     place_buffers,
+    tpu_generation,
 )
 from hloscope.analyses.memory.layer_span import LayerSpan, deferred_bytes, layer_span
 from hloscope.analyses.memory.layers import LOOP_BODY, ScannedLayers
@@ -260,13 +261,14 @@ def _group_shares(row: BufferRow, by: str) -> list[tuple[str, int, int]]:
 
 def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None = None,
            scope_depth: int = DEFAULT_SCOPE_DEPTH, root: str | None = None,
-           stacked_layers: int | None = None) -> MemoryResult:
+           stacked_layers: int | None = None, generation: str | None = None) -> MemoryResult:
     """The live peak of `module` (scheduled; NotScheduledError otherwise) and its buffers;
     `root` analyses another top-level computation than the entry as a program;
-    `stacked_layers` (the layer scan's length) adds one layer's backward working set."""
+    `stacked_layers` (the layer scan's length) adds one layer's backward working set;
+    `generation` (`v6e`, when the target is known) sizes TPU tuple tables as it does."""
     with paused_gc():
         backend = backend or detect_backend(module)
-        placement = place_buffers(analyze_liveness(module, root), backend)
+        placement = place_buffers(analyze_liveness(module, root), backend, generation)
         liveness = placement.liveness
         builder = _Builder(module, placement, backend, scope_depth)
         result = builder.result(xla)
@@ -286,7 +288,7 @@ def program_memory(program: Program, backend: str | None = None,
     `hloscope memory` shows and `hloscope.memory` returns."""
     backend = backend or program.backend
     return memory(program.module, backend=backend, xla=xla_figures(program, backend),
-                  scope_depth=scope_depth)
+                  scope_depth=scope_depth, generation=tpu_generation(program.target))
 
 
 def xla_figures(program: Program, backend: str) -> XlaFigures | None:

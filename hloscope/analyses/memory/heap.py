@@ -17,6 +17,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -27,7 +28,10 @@ from hloscope.analyses.memory.liveness.values import Value
 from hloscope.calibration import cpu as cpu_calibration
 from hloscope.calibration import gpu as gpu_calibration
 from hloscope.calibration import tpu as tpu_calibration
+from hloscope.configs.targets import parse_target
+from hloscope.errors import UsageError
 from hloscope.model.instruction import Instruction
+from hloscope.model.shape import element_byte_width
 
 # heap chunk alignment per backend (XLA: BufferAssigner's color_alignment; libtpu: its buffer
 # granularity), and below libtpu's buffer sizes and HBM heap layout: each figure's source and
@@ -47,15 +51,40 @@ TPU_TUPLE_ELEMENT_BYTES = int(tpu_calibration.TUPLE_ELEMENT_BYTES.value)  # a tu
 # the last slot's 512-byte table
 TPU_HBM_ALIGNMENT = int(tpu_calibration.HBM_ALIGNMENT.value)
 TPU_HBM_TUPLE_SLOT = int(tpu_calibration.HBM_TUPLE_SLOT.value)
-# libtpu's HBM heap: packed in allocation order unless that exceeds its limit, the usable HBM
-# less the space's other allocations and this reserve (docs/memory.md, "TPU: libtpu's two packings")
-TPU_HBM_HEAP_RESERVE = int(tpu_calibration.HBM_HEAP_RESERVE.value)
 
 
-def _tpu_size(value: Value) -> int:
-    size = (TPU_TUPLE_ELEMENT_BYTES * len(value.shape.tuple_shapes) if value.shape.is_tuple
-            else value.padded_bytes)
-    return -(-size // TPU_GRANULARITY) * TPU_GRANULARITY
+TPU_UNTILED_ELEMENTS = int(tpu_calibration.UNTILED_TILE_ELEMENTS.value)
+
+
+def tpu_generation(target: str | None) -> str | None:
+    """The TPU generation of a target string (`v6e` of `tpu:v6e:2x2`); None for none or another
+    backend's, or one that is no target."""
+    try:
+        parsed = parse_target(target) if target else None
+    except UsageError:
+        return None
+    return parsed.device_name if parsed is not None and parsed.backend == "tpu" else None
+
+
+def tuple_table_granule(generation: str | None) -> int:
+    """The bytes a TPU tuple table's size is rounded up to on `generation` (`v6e`)."""
+    figure = tpu_calibration.TUPLE_TABLE_GRANULE.get(generation or "")
+    return TPU_GRANULARITY if figure is None else int(figure.value)
+
+
+def _tpu_size(value: Value, table_granule: int = TPU_GRANULARITY) -> int:
+    shape = value.shape
+    if shape.is_tuple:
+        return _rounded(TPU_TUPLE_ELEMENT_BYTES * len(shape.tuple_shapes), table_granule)
+    size = value.padded_bytes
+    if shape.memory_space == 0 and shape.rank <= 1 and not (shape.layout and shape.layout.tiles):
+        size = (_rounded(shape.element_count, TPU_UNTILED_ELEMENTS)
+                * element_byte_width(shape.element_type))
+    return _rounded(size, TPU_GRANULARITY)
+
+
+def _rounded(size: int, granule: int) -> int:
+    return -(-size // granule) * granule
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,19 +151,23 @@ class Placement:
     assigner: _Assigner
 
 
-def allocation_size(backend: str) -> SizeOf:
-    """The bytes XLA's buffer assignment gives a value on `backend` (see the module docstring)."""
-    return _tpu_size if backend == "tpu" else _unpadded_size
+def allocation_size(backend: str, generation: str | None = None) -> SizeOf:
+    """The bytes XLA's buffer assignment gives a value on `backend` (see the module docstring);
+    on TPU a tuple table's size depends on the `generation` (`v6e`; None: not known)."""
+    if backend != "tpu":
+        return _unpadded_size
+    granule = tuple_table_granule(generation)
+    return _tpu_size if granule == TPU_GRANULARITY else partial(_tpu_size, table_granule=granule)
 
 
 def _unpadded_size(value: Value) -> int:
     return value.bytes
 
 
-def place_buffers(liveness: Liveness, backend: str) -> Placement:
+def place_buffers(liveness: Liveness, backend: str, generation: str | None = None) -> Placement:
     """Steps 1 and 2 on `liveness` (from analyze_liveness); the live peak is counted on the
-    returned liveness, the estimate packs its heap."""
-    assigner = _Assigner(liveness, allocation_size(backend), backend)
+    returned liveness, the estimate packs its heap. `generation`: allocation_size's."""
+    assigner = _Assigner(liveness, allocation_size(backend, generation), backend)
     assigner.run()
     outside = frozenset(v.id for b in assigner.buffers if b.kind != _HEAP for v in b.values)
     settled = placed(liveness, outside, assigner.together(), backend)
@@ -147,9 +180,8 @@ def estimate_allocation(liveness: Liveness, backend: str) -> AllocationEstimate:
     return estimate_placed(place_buffers(liveness, backend))
 
 
-def estimate_placed(placement: Placement, hbm_bytes: int | None = None) -> AllocationEstimate:
-    """Step 3 on a placement: the heap packed per memory space, and the allocation's parts.
-    `hbm_bytes`, the usable HBM of the TPU target when known, sets libtpu's heap limit."""
+def estimate_placed(placement: Placement) -> AllocationEstimate:
+    """Step 3 on a placement: the heap packed per memory space, and the allocation's parts."""
     backend, liveness, assigner = placement.backend, placement.liveness, placement.assigner
     alignment = ALIGNMENT.get(backend, _DEFAULT_ALIGNMENT)
     size_of = assigner.size_of
@@ -158,9 +190,7 @@ def estimate_placed(placement: Placement, hbm_bytes: int | None = None) -> Alloc
         heap_values = [v for b in assigner.buffers if b.space == space and b.kind == _HEAP
                        for v in b.values]
         if backend == "tpu" and space == 0:
-            others = assigner.space_figures(space, 0).total_bytes
-            limit = None if hbm_bytes is None else hbm_bytes - others - TPU_HBM_HEAP_RESERVE
-            temp = tpu_hbm_temp_size(liveness, heap_values, assigner.buffer_of, limit)
+            temp = tpu_hbm_temp_size(liveness, heap_values, assigner.buffer_of)
         else:
             temp = heap_size(liveness, heap_values, assigner.buffer_of, alignment, size_of)
         spaces.append(assigner.space_figures(space, temp))
@@ -436,11 +466,8 @@ class _Interval:
 
 
 def heap_size(liveness: Liveness, values: list[Value], buffer_of: dict, alignment: int,
-              size_of: SizeOf, allocation_order: bool = False) -> int:
-    """The size of the temporary allocation XLA's heap simulator builds for `values`: the smaller
-    of its spatial and temporal packings (ChooseBestHeapAlgorithm), or with `allocation_order`
-    the one best fit in the order of the allocation events (libtpu's first packing of its HBM
-    heap)."""
+              size_of: SizeOf) -> int:
+    """The size of the temporary allocation XLA's heap simulator builds for `values`."""
     if not values:
         return 0
     intervals = _replay(liveness, values, buffer_of)
@@ -448,43 +475,23 @@ def heap_size(liveness: Liveness, values: list[Value], buffer_of: dict, alignmen
     for interval in intervals:
         interval.size = sizes[id(interval)]
     placed = [i for i in intervals if i.placed and i.size > 0]
-    if allocation_order:  # each interval's start is its Alloc event's time, unique
-        return _pack(sorted(placed, key=lambda i: i.start), alignment)
     spatial = sorted(placed, key=lambda i: (-i.size, i.start - _span(i)[1], i.value.id))
     temporal = sorted(placed, key=lambda i: (_span(i)[0] - _span(i)[1], -i.size, i.value.id))
     return min(_pack(spatial, alignment), _pack(temporal, alignment))
 
 
-def tpu_hbm_temp_size(liveness: Liveness, values: list[Value], buffer_of: dict,
-                      heap_limit: int | None = None) -> int:
-    """The HBM temporaries of libtpu's buffer assignment: the arrays packed at 16 KiB alignment
-    by best fit in the order of their allocation events (libtpu's primary packing), or, where
-    that heap exceeds `heap_limit`, as XLA's heap simulator does (its fallback), then one 16 KiB
-    slot per tuple-shaped buffer, the last one ending at its 512 bytes."""
+def tpu_hbm_temp_size(liveness: Liveness, values: list[Value], buffer_of: dict) -> int:
+    """The HBM temporaries of libtpu's buffer assignment: the arrays packed as XLA's heap
+    simulator does at 16 KiB alignment, then one 16 KiB slot per tuple-shaped buffer above them,
+    the last one ending at its 512 bytes (the heap ends where its last value does)."""
     def is_table(value: Value) -> bool:
         return any(v.shape.is_tuple for v in buffer_of[value.id].values)
     arrays = [v for v in values if not is_table(v)]
     tuples = {id(buffer_of[v.id]) for v in values if is_table(v)}
-    packed = heap_size(liveness, arrays, buffer_of, TPU_HBM_ALIGNMENT, _tpu_size,
-                       allocation_order=True)
-    if heap_limit is not None and packed > heap_limit:
-        packed = heap_size(liveness, arrays, buffer_of, TPU_HBM_ALIGNMENT, _tpu_size)
+    packed = heap_size(liveness, arrays, buffer_of, TPU_HBM_ALIGNMENT, _tpu_size)
     if not tuples:
         return packed
     return packed + TPU_HBM_TUPLE_SLOT * (len(tuples) - 1) + TPU_GRANULARITY
-
-
-def tpu_hbm_heaps(placement: Placement) -> tuple[int, int]:
-    """The arrays of libtpu's HBM heap packed both ways: (its first packing, in allocation order;
-    its fallback, XLA's), the sizes its log states ('Primary algorithm finished with size')."""
-    assigner = placement.assigner
-    values = [v for b in assigner.buffers if b.space == 0 and b.kind == _HEAP for v in b.values]
-    arrays = [v for v in values
-              if not any(w.shape.is_tuple for w in assigner.buffer_of[v.id].values)]
-    first, fallback = (heap_size(placement.liveness, arrays, assigner.buffer_of,
-                                 TPU_HBM_ALIGNMENT, _tpu_size, allocation_order=order)
-                       for order in (True, False))
-    return first, fallback
 
 
 def _replay(liveness: Liveness, values: list[Value], buffer_of: dict) -> list[_Interval]:

@@ -13,6 +13,7 @@ XLA's whole allocation.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from xla_occupancy import chunks, held_bytes
 
 import hloscope
 from hloscope.analyses.memory.analysis import memory, program_memory
-from hloscope.analyses.memory.heap import allocation_size, place_buffers
+from hloscope.analyses.memory.heap import allocation_size, place_buffers, tpu_generation
 from hloscope.analyses.memory.invariants import violations
 from hloscope.analyses.memory.liveness import analyze_liveness
 from hloscope.analyses.memory.liveness.peak import live_bytes
@@ -39,13 +40,22 @@ def _id(folder: Path) -> str:
     return f"{folder.parent.name}/{folder.name}"
 
 
+def _generation(folder: Path) -> str | None:
+    """The TPU generation a fixture was compiled for (its meta.json's or build's target)."""
+    meta = folder / "meta.json"
+    target = (json.loads(meta.read_text())["target"] if meta.exists()
+              else load_program(folder).target)
+    return tpu_generation(target)
+
+
 def _timelines(folder: Path, module: str | None = None) -> tuple[list[int], list[int]]:
     """(hloscope's, XLA's held-at-once) bytes at each moment, over device memory."""
     loaded = hloscope.load(folder, module=module) if module else hloscope.load(folder)
     backend = "tpu" if "tpu" in str(folder) else "cpu"
-    liveness = place_buffers(analyze_liveness(loaded), backend).liveness
+    generation = _generation(folder) if backend == "tpu" else None
+    liveness = place_buffers(analyze_liveness(loaded), backend, generation).liveness
     keep = (lambda v: v.memory_space == 0) if backend == "tpu" else None
-    ours = live_bytes(liveness, allocation_size(backend), keep=keep)
+    ours = live_bytes(liveness, allocation_size(backend, generation), keep=keep)
     artifacts = find_memory_artifacts(folder, module) if module else find_memory_artifacts(folder)
     held = held_bytes(artifacts.read_live_range(),
                       chunks(artifacts.read_buffer_assignment(), {0} if backend == "tpu" else None))

@@ -19,7 +19,8 @@ from hloscope.parsers.text import parse_text
 
 _HINT = ', backend_config={"aliasing_operands":{"lists":[{"indices":["0","3"]}]}}'
 _X = 16384 * 4
-_SCALAR = _TABLE = 512  # libtpu's smallest HBM chunk (TPU_GRANULARITY)
+_TABLE = 512  # libtpu's smallest HBM chunk (TPU_GRANULARITY)
+_SCALAR = 1024 * 4  # an f32[] without a tile takes 1024 elements in HBM (UNTILED_TILE_ELEMENTS)
 
 
 def _module(hint: str, x_read_later: bool):
@@ -60,7 +61,7 @@ def test_the_pair_names_an_operand_and_an_output_after_the_operands() -> None:
 
 def test_a_hinted_output_fusion_output_takes_its_dying_operands_buffer() -> None:
     """Apart, x and f{1} are both live at f: 2X, then the tuple's 512-byte table. Shared, they
-    are one chunk; the reduce's scalar, live with f{1}, goes above it (X + 512), plus the table."""
+    are one chunk; the reduce's scalar, live with f{1}, goes above it, plus the table."""
     assert _temp("") == 2 * _X + _TABLE
     assert _temp(_HINT) == _X + _SCALAR + _TABLE
 
