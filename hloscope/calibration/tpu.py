@@ -87,6 +87,17 @@ HBM_TUPLE_SLOT = Figure(
     "512-byte table: the same buffer assignments", f"{_LIBTPU_HEAP}; tests/analyses/oom/"
     "test_tpu_fit.py")
 
+HBM_HEAP_RESERVE = Figure(
+    2_686_555_136, MEASURED, "libtpu's HBM heap limit, under which it keeps its primary "
+    "packing (best fit in allocation order) and over which it repacks ('Primary algorithm failed "
+    "or exceeded limit (A vs L). Running fallback algorithm via lazy replay.', its log's "
+    "heap_simulator.h lines), is the usable HBM less the buffer assignment's other HBM "
+    "allocations less this: 2,686,510,080 to 2,686,574,592 B on the three llama-1b v5e:2x2 builds "
+    "that logged one, 2,688,521,824 on llama-70b v6e:8x16 (docs/memory.md, 'TPU: libtpu's two "
+    "packings'; libtpu 0.0.42.1)",
+    "tests/analyses/memory/test_tpu_heap_order.py::test_libtpu_keeps_its_primary_packing_under_its"
+    "_limit")
+
 # the memory predictor (hloscope.analyses.predict.model): libtpu's behaviour, fitted
 REMAT_PERCENT = Figure(
     95, MEASURED, "libtpu's log: 'rematerialization limit 14.93G = 95% hbm (14.96G) - ...' "

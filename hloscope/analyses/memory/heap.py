@@ -51,6 +51,9 @@ TPU_TUPLE_ELEMENT_BYTES = int(tpu_calibration.TUPLE_ELEMENT_BYTES.value)  # a tu
 # the last slot's 512-byte table
 TPU_HBM_ALIGNMENT = int(tpu_calibration.HBM_ALIGNMENT.value)
 TPU_HBM_TUPLE_SLOT = int(tpu_calibration.HBM_TUPLE_SLOT.value)
+# libtpu's HBM heap: packed in allocation order unless that exceeds its limit, the usable HBM
+# less the space's other allocations and this reserve (docs/memory.md, "TPU: libtpu's two packings")
+TPU_HBM_HEAP_RESERVE = int(tpu_calibration.HBM_HEAP_RESERVE.value)
 
 
 TPU_UNTILED_ELEMENTS = int(tpu_calibration.UNTILED_TILE_ELEMENTS.value)
@@ -180,8 +183,9 @@ def estimate_allocation(liveness: Liveness, backend: str) -> AllocationEstimate:
     return estimate_placed(place_buffers(liveness, backend))
 
 
-def estimate_placed(placement: Placement) -> AllocationEstimate:
-    """Step 3 on a placement: the heap packed per memory space, and the allocation's parts."""
+def estimate_placed(placement: Placement, hbm_bytes: int | None = None) -> AllocationEstimate:
+    """Step 3 on a placement: the heap packed per memory space, and the allocation's parts.
+    `hbm_bytes`, the usable HBM of the TPU target when known, sets libtpu's heap limit."""
     backend, liveness, assigner = placement.backend, placement.liveness, placement.assigner
     alignment = ALIGNMENT.get(backend, _DEFAULT_ALIGNMENT)
     size_of = assigner.size_of
@@ -190,7 +194,9 @@ def estimate_placed(placement: Placement) -> AllocationEstimate:
         heap_values = [v for b in assigner.buffers if b.space == space and b.kind == _HEAP
                        for v in b.values]
         if backend == "tpu" and space == 0:
-            temp = tpu_hbm_temp_size(liveness, heap_values, assigner.buffer_of)
+            others = assigner.space_figures(space, 0).total_bytes
+            limit = None if hbm_bytes is None else hbm_bytes - others - TPU_HBM_HEAP_RESERVE
+            temp = tpu_hbm_temp_size(liveness, heap_values, assigner.buffer_of, limit)
         else:
             temp = heap_size(liveness, heap_values, assigner.buffer_of, alignment, size_of)
         spaces.append(assigner.space_figures(space, temp))
@@ -466,8 +472,11 @@ class _Interval:
 
 
 def heap_size(liveness: Liveness, values: list[Value], buffer_of: dict, alignment: int,
-              size_of: SizeOf) -> int:
-    """The size of the temporary allocation XLA's heap simulator builds for `values`."""
+              size_of: SizeOf, allocation_order: bool = False) -> int:
+    """The size of the temporary allocation XLA's heap simulator builds for `values`: the smaller
+    of its spatial and temporal packings (ChooseBestHeapAlgorithm), or with `allocation_order`
+    the one best fit in the order of the allocation events (libtpu's first packing of its HBM
+    heap)."""
     if not values:
         return 0
     intervals = _replay(liveness, values, buffer_of)
@@ -475,23 +484,43 @@ def heap_size(liveness: Liveness, values: list[Value], buffer_of: dict, alignmen
     for interval in intervals:
         interval.size = sizes[id(interval)]
     placed = [i for i in intervals if i.placed and i.size > 0]
+    if allocation_order:  # each interval's start is its Alloc event's time, unique
+        return _pack(sorted(placed, key=lambda i: i.start), alignment)
     spatial = sorted(placed, key=lambda i: (-i.size, i.start - _span(i)[1], i.value.id))
     temporal = sorted(placed, key=lambda i: (_span(i)[0] - _span(i)[1], -i.size, i.value.id))
     return min(_pack(spatial, alignment), _pack(temporal, alignment))
 
 
-def tpu_hbm_temp_size(liveness: Liveness, values: list[Value], buffer_of: dict) -> int:
-    """The HBM temporaries of libtpu's buffer assignment: the arrays packed as XLA's heap
-    simulator does at 16 KiB alignment, then one 16 KiB slot per tuple-shaped buffer above them,
-    the last one ending at its 512 bytes (the heap ends where its last value does)."""
+def tpu_hbm_temp_size(liveness: Liveness, values: list[Value], buffer_of: dict,
+                      heap_limit: int | None = None) -> int:
+    """The HBM temporaries of libtpu's buffer assignment: the arrays packed at 16 KiB alignment
+    by best fit in the order of their allocation events (libtpu's primary packing), or, where
+    that heap exceeds `heap_limit`, as XLA's heap simulator does (its fallback), then one 16 KiB
+    slot per tuple-shaped buffer, the last one ending at its 512 bytes."""
     def is_table(value: Value) -> bool:
         return any(v.shape.is_tuple for v in buffer_of[value.id].values)
     arrays = [v for v in values if not is_table(v)]
     tuples = {id(buffer_of[v.id]) for v in values if is_table(v)}
-    packed = heap_size(liveness, arrays, buffer_of, TPU_HBM_ALIGNMENT, _tpu_size)
+    packed = heap_size(liveness, arrays, buffer_of, TPU_HBM_ALIGNMENT, _tpu_size,
+                       allocation_order=True)
+    if heap_limit is not None and packed > heap_limit:
+        packed = heap_size(liveness, arrays, buffer_of, TPU_HBM_ALIGNMENT, _tpu_size)
     if not tuples:
         return packed
     return packed + TPU_HBM_TUPLE_SLOT * (len(tuples) - 1) + TPU_GRANULARITY
+
+
+def tpu_hbm_heaps(placement: Placement) -> tuple[int, int]:
+    """The arrays of libtpu's HBM heap packed both ways: (its first packing, in allocation order;
+    its fallback, XLA's), the sizes its log states ('Primary algorithm finished with size')."""
+    assigner = placement.assigner
+    values = [v for b in assigner.buffers if b.space == 0 and b.kind == _HEAP for v in b.values]
+    arrays = [v for v in values
+              if not any(w.shape.is_tuple for w in assigner.buffer_of[v.id].values)]
+    first, fallback = (heap_size(placement.liveness, arrays, assigner.buffer_of,
+                                 TPU_HBM_ALIGNMENT, _tpu_size, allocation_order=order)
+                       for order in (True, False))
+    return first, fallback
 
 
 def _replay(liveness: Liveness, values: list[Value], buffer_of: dict) -> list[_Interval]:
