@@ -7,7 +7,8 @@ then. hloscope's timeline, as XLA's buffer assigner places buffers (`heap.place_
 dying operand and the output the assigner puts at the same offset of an output's allocation
 count once), equals it at every moment on the CPU and TPU fixtures (TPU: HBM, with libtpu's
 sizes) and on the generated CPU programs of `memory_truth_programs.py`; on GPU at the peak
-(elsewhere XLA:GPU's may-alias hints, test_memory_fixtures.py). Before, the f32 SGD step's update
+(and, with XLA:GPU's sharing hint read, on two of the three GPU fixtures at every moment,
+test_memory_fixtures.py). Before, the f32 SGD step's update
 `multiply_subtract_fusion(param, dot)` counted the dying `dot` beside it: a live peak above
 XLA's whole allocation.
 """
