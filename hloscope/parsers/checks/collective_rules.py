@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import NoReturn
 
 from hloscope.model.instruction import Instruction
 from hloscope.model.shape import TUPLE, Shape
@@ -22,7 +23,7 @@ Defined = dict[str, Instruction]
 _PAIR = re.compile(r"\{\s*(-?\d+)\s*,\s*(-?\d+)\s*\}")
 
 
-def fail(instruction: Instruction, message: str, offset: int) -> None:
+def fail(instruction: Instruction, message: str, offset: int) -> NoReturn:
     raise instruction.error(f"{message} (XLA's verifier refuses it)", offset)
 
 

@@ -31,7 +31,7 @@ def check_sharding_rank(instruction: Instruction) -> None:
     """A tiled array sharding's tile dimensions, less its subgroups, are the array's rank."""
     sharding = instruction.sharding
     match = _TILED.match(sharding) if sharding else None
-    if match is None or not instruction.shape.is_array:
+    if sharding is None or match is None or not instruction.shape.is_array:
         return
     dimensions = [d for d in match.group(1).split(",") if d.strip()]
     subgroups = int("last_tile_dim_replicate" in sharding)
