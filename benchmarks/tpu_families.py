@@ -532,7 +532,7 @@ def read_program(family: Family, k: int) -> Row:
     text_path = dump_file(dump, "after_optimizations.txt")
     if text_path is not None:
         module = parse_text(text_path.read_text(), source=text_path.name)[0]
-        required = required_figure(memory(module, backend="tpu"), "tpu", None)
+        required = required_figure(memory(module, backend="tpu", hbm_bytes=usable), "tpu", None)
         estimate, fits = required.bytes, required.bytes <= usable
     return Row(program_name(family, k), family.name, family.target.removeprefix("tpu:"),
                record["mesh"], record["status"], stated, usable, total, memory_bytes, estimate,

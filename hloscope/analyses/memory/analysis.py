@@ -261,17 +261,19 @@ def _group_shares(row: BufferRow, by: str) -> list[tuple[str, int, int]]:
 
 def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None = None,
            scope_depth: int = DEFAULT_SCOPE_DEPTH, root: str | None = None,
-           stacked_layers: int | None = None, generation: str | None = None) -> MemoryResult:
+           stacked_layers: int | None = None, generation: str | None = None,
+           hbm_bytes: int | None = None) -> MemoryResult:
     """The live peak of `module` (scheduled; NotScheduledError otherwise) and its buffers;
     `root` analyses another top-level computation than the entry as a program;
     `stacked_layers` (the layer scan's length) adds one layer's backward working set;
-    `generation` (`v6e`, when the target is known) sizes TPU tuple tables as it does."""
+    `generation` (`v6e`, when the target is known) sizes TPU tuple tables as it does;
+    `hbm_bytes`, the usable HBM (by default the generation's), sets libtpu's heap limit."""
     with paused_gc():
         backend = backend or detect_backend(module)
         placement = place_buffers(analyze_liveness(module, root), backend, generation)
         liveness = placement.liveness
         builder = _Builder(module, placement, backend, scope_depth)
-        result = builder.result(xla)
+        result = builder.result(xla, hbm_bytes or usable_hbm_bytes(generation))
         span = layer_span(result.timeline, result.peak_bytes, module) if root is None else None
         if span is not None:
             result.layer_span = replace(
@@ -280,6 +282,19 @@ def memory(module: HloModule, backend: str | None = None, xla: XlaFigures | None
             result.layer_working_set = layer_working_set(
                 liveness, builder.classifier, builder.on_device, stacked_layers)
         return result
+
+
+def usable_hbm_bytes(generation: str | None) -> int | None:
+    """The HBM a program may use on a TPU `generation` (`v5e`); None when it is not known."""
+    from hloscope.devices import get_device
+    from hloscope.errors import UsageError
+
+    if generation is None:
+        return None
+    try:
+        return get_device(generation).usable_memory_bytes
+    except UsageError:
+        return None
 
 
 def program_memory(program: Program, backend: str | None = None,
@@ -362,7 +377,7 @@ class _Builder:
     def on_device(self, value: Value) -> bool:
         return is_device_space(self.backend, value.memory_space)
 
-    def result(self, xla: XlaFigures | None) -> MemoryResult:
+    def result(self, xla: XlaFigures | None, hbm_bytes: int | None = None) -> MemoryResult:
         liveness, program = self.liveness, self.liveness.program
         length = program.end_time + 1
         timelines = space_timelines(liveness)
@@ -372,7 +387,7 @@ class _Builder:
         peak_values = live_at(liveness, moment, keep=self.on_device)
         instruction = program.sequence[moment] if moment < len(program.sequence) else None
         xla_time = xla_moment(liveness)
-        estimate = estimate_placed(self.placement)
+        estimate = estimate_placed(self.placement, hbm_bytes)
         return MemoryResult(
             module_name=self.module.name, source=self.module.source, backend=self.backend,
             peak_bytes=sum(v.bytes for v in peak_values),

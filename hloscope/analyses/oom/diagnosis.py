@@ -140,7 +140,8 @@ def diagnose(inputs: OomInputs, capacity: Capacity | None,
     backend = inputs.program.backend
     xla = xla_figures(inputs.program, backend)
     layers = inputs.config.n_layers if inputs.config else stacked_layer_count(module)
-    result = memory(module, backend=backend, xla=xla, stacked_layers=layers)
+    result = memory(module, backend=backend, xla=xla, stacked_layers=layers,
+                    hbm_bytes=None if capacity is None else capacity.bytes)
     verdict = None if inputs.log is None else inputs.log.compile_verdict
     required = required_figure(result, backend, inputs.log, _tpu_hbm_total(inputs, backend))
     parts = breakdown(result.live_at_peak, backend)

@@ -18,6 +18,7 @@ import pytest
 from conftest import FIXTURES
 
 import hloscope
+from hloscope.analyses.memory.analysis import memory
 from hloscope.analyses.memory.heap import estimate_placed, place_buffers
 from hloscope.analyses.memory.liveness import analyze_liveness
 from hloscope.configs.targets import parse_target
@@ -30,7 +31,9 @@ APART = 0.003  # the two packings differ by more than this on both programs
 
 
 def _hbm_total(folder: Path) -> int:
-    spaces = space_allocations(find_memory_artifacts(folder).read_buffer_assignment())
+    assignment = find_memory_artifacts(folder).read_buffer_assignment()
+    assert assignment is not None
+    spaces = space_allocations(assignment)
     return next(s.total_bytes for s in spaces if s.color == 0)
 
 
@@ -68,3 +71,20 @@ def test_the_fallback_is_kept_even_where_it_is_larger() -> None:
     estimate, first, _ = _estimates(folder)
     assert first < estimate  # libtpu's first packing was smaller, and over its limit
     assert json.loads((folder / "record.json").read_text())["status"] == "oom"
+
+
+def test_memory_makes_libtpus_choice_from_the_target_or_the_capacity() -> None:
+    folder = FOLDERS[533]
+    module = hloscope.load(folder)
+    libtpu = _hbm_total(folder)
+
+    def estimate(**target: object) -> int:
+        found = memory(module, backend="tpu", **target).allocation_estimate  # type: ignore[arg-type]
+        space = None if found is None else found.space(0)
+        assert space is not None
+        return space.total_bytes
+
+    by_target, text_alone = estimate(generation="v4"), estimate()
+    by_capacity = estimate(hbm_bytes=_usable(folder))
+    assert by_target == by_capacity and libtpu - THREAD_LOCAL <= by_target <= libtpu
+    assert text_alone == _estimates(folder)[1] != by_target
