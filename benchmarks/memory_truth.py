@@ -14,7 +14,8 @@ committed fixtures: CPU, GPU, TPU; the CPU programs the test oracles generate; a
   assignment; what memory_analysis() reports on CPU and GPU; on TPU libtpu's buffer assignment,
   not memory_analysis()).
 
-`python benchmarks/memory_truth.py [--builds] [--dumps DIR] [--out FILE]`. The generators run in
+`python benchmarks/memory_truth.py [--builds] [--families] [--dumps DIR] [--out FILE]`
+(--families: benchmarks/tpu_families.py's cached dumps). The generators run in
 child processes (JAX stays out of this one; ~2-4 min on 2 busy cores); --dumps keeps their
 output to reuse with --reuse.
 """
@@ -46,6 +47,7 @@ class Row:
     estimate: int | None
     allocation: int | None
     violations: tuple[str, ...] = ()
+    moments_off: int | None = None  # TPU: moments whose HBM bytes differ from XLA's held
 
     @property
     def estimate_error(self) -> float | None:
@@ -54,7 +56,8 @@ class Row:
         return self.estimate / self.allocation - 1
 
 
-def measure(folder: Path, module: str | None, source: str, program: str) -> Row:
+def measure(folder: Path, module: str | None, source: str, program: str,
+            target: str | None = None) -> Row:
     sys.path.insert(0, str(ORACLES))
     from xla_occupancy import chunks, held_bytes
 
@@ -70,30 +73,55 @@ def measure(folder: Path, module: str | None, source: str, program: str) -> Row:
     assignment = artifacts.read_buffer_assignment()
     tpu = result.backend == "tpu"
     device = {a.color for a in assignment.allocations if is_device_space(result.backend, a.color)}
-    held = max(held_bytes(artifacts.read_live_range(), chunks(assignment, device)))
+    held = held_bytes(artifacts.read_live_range(), chunks(assignment, device))
     allocation = memory_analysis_figures(assignment, result.backend).allocated_bytes
-    return Row(source, program, result.backend,
-               _tpu_hbm_peak(loaded.module, loaded.target) if tpu else result.peak_bytes, held,
-               result.estimated_allocation_bytes, allocation, tuple(violations(result)))
+    ours = _tpu_hbm_timeline(loaded.module, target or loaded.target) if tpu else None
+    return Row(source, program, result.backend, result.peak_bytes if ours is None else max(ours),
+               max(held), result.estimated_allocation_bytes, allocation,
+               tuple(violations(result)),
+               None if ours is None else sum(a != b for a, b in zip(ours, held, strict=True)))
 
 
-def _tpu_hbm_peak(module, target: str | None) -> int:
-    """The HBM live peak with libtpu's allocation sizes (tiles, 512-byte granularity; tuple
-    tables as the target's generation sizes them)."""
+def _tpu_hbm_timeline(module, target: str | None) -> list[int]:
+    """The HBM live bytes at each moment with libtpu's allocation sizes (tiles, 512-byte
+    granularity; tuple tables as the target's generation sizes them)."""
     from hloscope.analyses.memory.heap import allocation_size, place_buffers, tpu_generation
     from hloscope.analyses.memory.liveness import analyze_liveness
     from hloscope.analyses.memory.liveness.peak import live_bytes
 
     generation = tpu_generation(target)
     liveness = place_buffers(analyze_liveness(module), "tpu", generation).liveness
-    return max(live_bytes(liveness, allocation_size("tpu", generation),
-                          keep=lambda v: v.memory_space == 0))
+    return live_bytes(liveness, allocation_size("tpu", generation),
+                      keep=lambda v: v.memory_space == 0)
 
 
 def fixture_rows() -> list[Row]:
-    folders = sorted(p.parent for p in FIXTURES.glob("*/*/meta.json"))
-    folders.append(FIXTURES / "tpu-v5e-2x2-oom" / "dump")
-    return [measure(f, None, "fixture", f"{f.parent.name}/{f.name}") for f in folders]
+    """The tiny-model fixtures (meta.json) and the TPU family programs kept as fixtures
+    (record.json: fixtures/tpu-families, fixtures/tpu-heap)."""
+    described = sorted([*FIXTURES.glob("*/*/meta.json"), *FIXTURES.glob("tpu-*/*/record.json")])
+    rows = [measure(m.parent, None, "fixture", f"{m.parent.parent.name}/{m.parent.name}",
+                    json.loads(m.read_text()).get("target")) for m in described]
+    oom = FIXTURES / "tpu-v5e-2x2-oom" / "dump"
+    return rows + [measure(oom, None, "fixture", "tpu-v5e-2x2-oom/dump")]
+
+
+def family_rows() -> list[Row]:
+    """benchmarks/tpu_families.py's compiled programs (its cache; nothing is compiled here)."""
+    cache = Path(os.environ.get("HLOSCOPE_FAMILIES_CACHE",
+                                Path.home() / ".cache" / "hloscope-families"))
+    rows = []
+    for record in sorted(cache.glob("*/record.json")):
+        info = json.loads(record.read_text())
+        dump = record.parent / "dump"
+        if not any(dump.glob("*live-range.txt")):
+            continue
+        try:
+            rows.append(measure(dump, info.get("module_name"), "tpu_families",
+                                f"{record.parent.name} {info['target']}", info["target"]))
+        except Exception as error:  # noqa: BLE001 - a program that cannot be read is a line
+            print(f"skipped {record.parent.name}: {type(error).__name__}: {error}",
+                  file=sys.stderr)
+    return rows
 
 
 def generated_rows(dumps: Path, reuse: bool) -> list[Row]:
@@ -151,6 +179,9 @@ def summary(rows: list[Row]) -> list[str]:
         errors = [r.estimate_error for r in chosen if r.estimate_error is not None]
         worst = max(chosen, key=lambda r: abs(r.live_peak - r.held))
         broken = sum(bool(r.violations) for r in chosen)
+        counted = [r for r in chosen if r.moments_off is not None]
+        if counted:
+            exact = f"{exact} ({sum(not r.moments_off for r in counted)} at every moment)"
         out.append(f"{backend}: {len(chosen)} programs; live peak = held at once on {exact} "
                    f"(largest difference {worst.live_peak - worst.held:+,} B, {worst.program}); "
                    f"live peak above XLA's allocation on {above}; estimate below the live peak "
@@ -162,6 +193,8 @@ def summary(rows: list[Row]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builds", action="store_true", help="add the cached hloscope builds")
+    parser.add_argument("--families", action="store_true",
+                        help="add benchmarks/tpu_families.py's cached programs")
     parser.add_argument("--dumps", help="keep the generated programs' dumps here")
     parser.add_argument("--reuse", action="store_true", help="reuse the dumps in --dumps")
     parser.add_argument("--out", help="also write the table to this file")
@@ -171,10 +204,12 @@ def main() -> int:
         rows = fixture_rows() + generated_rows(dumps, args.reuse and bool(args.dumps))
     if args.builds:
         rows += build_rows()
+    if args.families:
+        rows += family_rows()
     text = render(rows)
     print(text, end="")
     if args.out:
-        flags = " --builds" if args.builds else ""
+        flags = " --builds" * args.builds + " --families" * args.families
         Path(args.out).write_text(f"$ python benchmarks/memory_truth.py{flags}\n\n{text}")
     return 0
 
