@@ -379,7 +379,9 @@ ENTRY e {
 
 # The grammar forms XLA's parser rewrites (tests/parsers/test_xla_grammar.py): the async shorthand
 # becomes async-start calling a wrapped computation, nested operands and shape-less instructions
-# become ordinary ones; a scan is charged its to_apply once and its own operand and result bytes.
+# become ordinary ones; a scan is charged its to_apply times the elements of its operand 1 (once
+# for a scalar init, twice for the f32[2] carry of XLA's own HloVerifierTest.Scan module) and its
+# own operand and result bytes.
 CASES["async_shorthand"] = """
 HloModule m
 """ + ADD + """
@@ -426,5 +428,36 @@ ENTRY e {
   x = f32[10,3] parameter(0)
   i = f32[] constant(0)
   ROOT sc = (f32[10,3], f32[]) scan(x, i), dimensions={0}, num_carries=1, to_apply=combine
+}
+"""
+
+CASES["scan_vector_carry"] = """
+HloModule m
+add {
+  lhs = f32[2] parameter(0)
+  rhs = f32[2] parameter(1)
+  add = f32[2] add(lhs, rhs)
+  ROOT t = (f32[2], f32[2]) tuple(add, add)
+}
+ENTRY e {
+  init = f32[2] constant({0, 0})
+  input = f32[4,2] parameter(0)
+  ROOT scan = (f32[4,2], f32[2]) scan(input, init), dimensions={0}, num_carries=1,
+      is_associative=true, to_apply=add
+}
+"""
+
+# A send-done is charged only its operand's tuple table (XLA infers its shape as token[]); a
+# recv-done its output and operand.
+CASES["send_recv_done"] = """
+HloModule m
+ENTRY e {
+  data = f32[16] parameter(0)
+  a = token[] after-all()
+  send = (f32[16], u32[], token[]) send(data, a), channel_id=1
+  sd = (f32[16], token[]) send-done(send), channel_id=1
+  recv = (f32[16], u32[], token[]) recv(a), channel_id=2
+  rd = (f32[16], token[]) recv-done(recv), channel_id=2
+  ROOT t = ((f32[16], token[]), (f32[16], token[])) tuple(sd, rd)
 }
 """

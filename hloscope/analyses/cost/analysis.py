@@ -17,6 +17,7 @@ FLOPs may come from one branch and the bytes from another. `branch_choice` says 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from hloscope.analyses.cost.custom_calls import XLA_UNKNOWN, custom_call_cost
@@ -220,13 +221,16 @@ class CostAnalysis:
         return self.computation_total(start.required_called_computation("calls"))
 
     def _scan(self, graph: ComputationGraph, scan: Instruction) -> Cost:
-        """XLA's HloCostAnalysis (jaxlib 0.10.2) charges a scan the FLOPs and transcendentals of
-        its to_apply counted once, whatever the scanned length, and the bytes of its operands
-        and result (measured with its cost analysis: tests/analyses/cost, cost_cases.py)."""
+        """The FLOPs and transcendentals of its to_apply once per step (the scanned
+        dimensions of its first input); under XLA's conventions, as its HloCostAnalysis::HandleScan
+        charges them, times the element count of operand 1 (the first init, or second input)
+        instead. Bytes: its operands and result."""
         combiner = self.computation_total(scan.required_called_computation("to_apply"))
         own = rule_for("scan")(self._site(graph, scan))
-        return Cost(combiner.flops, combiner.transcendentals, own.bytes_accessed,
-                    own.collective_bytes)
+        times = _scan_steps(graph, scan) if self.options.trip_counts else \
+            _operand_elements(graph, scan, 1)
+        return Cost(combiner.flops * times, combiner.transcendentals * times,
+                    own.bytes_accessed, own.collective_bytes)
 
     def _conditional(self, graph: ComputationGraph, conditional: Instruction) -> Cost:
         branches = branch_computations(conditional)
@@ -247,6 +251,21 @@ class CostAnalysis:
                                                   call.custom_call_target or ""))
         return cost
 
+
+
+def _operand_elements(graph: ComputationGraph, instruction: Instruction, index: int) -> int:
+    shapes = graph.operand_shapes(instruction)
+    if index >= len(shapes) or not shapes[index].is_array:
+        return 1
+    return shapes[index].element_count
+
+
+def _scan_steps(graph: ComputationGraph, scan: Instruction) -> int:
+    shapes = graph.operand_shapes(scan)
+    if not shapes or not shapes[0].is_array:
+        return 1
+    dimensions = shapes[0].dimensions
+    return math.prod(dimensions[d] for d in scan.dimensions or () if 0 <= d < len(dimensions))
 
 
 def branch_computations(conditional: Instruction) -> list[str]:

@@ -329,6 +329,12 @@ def outfeed(site: Site) -> Cost:
     return Cost(bytes_accessed=sum(site.leaf_bytes(s) for s in site.operand_shapes))
 
 
+def send_done(site: Site) -> Cost:
+    """The operand's tuple table read: XLA makes a send-done's shape `token[]` whatever the text
+    writes (jaxlib 0.10.2's HloCostAnalysis charges no output; tests/oracles/cost_cases.py)."""
+    return Cost(bytes_accessed=sum(site.size(s) for s in site.operand_shapes))
+
+
 COLLECTIVES = frozenset({
     "all-gather", "all-gather-start", "reduce-scatter", "all-to-all", "ragged-all-to-all",
     "collective-broadcast", "collective-permute", "collective-permute-start", "send", "recv",
@@ -346,7 +352,7 @@ RULES: dict[str, Rule] = {
     "reduce": reduce, "map": map_rule, "reduce-window": reduce_window,
     "select-and-scatter": select_and_scatter, "transpose": transpose,
     "all-reduce": all_reduce, "all-reduce-start": all_reduce, "collective-reduce": all_reduce,
-    "infeed": infeed, "outfeed": outfeed,
+    "infeed": infeed, "outfeed": outfeed, "send-done": send_done,
 }
 
 
