@@ -8,7 +8,8 @@ keeps that one even when it is larger (docs/memory.md, "TPU: libtpu's two packin
 (12.1 GB, compiled) the first is libtpu's and the second 134 MB above it; at k = 533 (33.98 GB,
 refused) the second is libtpu's and the first 134 MB below it. The truth is each dump's HBM total
 (every color-0 allocation), which the estimate equals up to the thread-local scalars of reducers
-and comparators (12,288 bytes here), outside the estimate."""
+and comparators (12,288 bytes here), outside the estimate. A hand-built module checks the first
+packing's order with a closed form."""
 from __future__ import annotations
 
 import json
@@ -19,10 +20,11 @@ from conftest import FIXTURES
 
 import hloscope
 from hloscope.analyses.memory.analysis import memory
-from hloscope.analyses.memory.heap import estimate_placed, place_buffers
+from hloscope.analyses.memory.heap import estimate_placed, heap_size, place_buffers
 from hloscope.analyses.memory.liveness import analyze_liveness
 from hloscope.configs.targets import parse_target
 from hloscope.devices import get_device
+from hloscope.parsers.text import parse_text
 from hloscope.parsers.xla_memory import find_memory_artifacts, space_allocations
 
 FOLDERS = {k: FIXTURES / "tpu-heap" / f"adam-v4-2x2x1-k{k}" for k in (104, 533)}
@@ -88,3 +90,32 @@ def test_memory_makes_libtpus_choice_from_the_target_or_the_capacity() -> None:
     by_capacity = estimate(hbm_bytes=_usable(folder))
     assert by_target == by_capacity and libtpu - THREAD_LOCAL <= by_target <= libtpu
     assert text_alone == _estimates(folder)[1] != by_target
+
+
+def test_allocation_order_packs_as_it_comes() -> None:
+    """b (256 B) is made first, then a (64 B) beside it while b lives, then c (320 B) after b
+    died, while a lives. In allocation order b takes 0, a 256, and c, which fits neither the
+    256 free bytes below a, goes above it: 320 + 320 = 640 bytes. XLA's spatial order places c
+    first at 0, b at 0 beside it in time, a above both at 320: 384 bytes."""
+    body = (" p = f32[64]{0} parameter(0)\n"
+            " b = f32[64]{0} exponential(p)\n"
+            " a = f32[16]{0} slice(b), slice={[0:16]}\n"
+            " z = f32[] constant(0)\n"
+            " r = f32[] reduce(b, z), dimensions={0}, to_apply=add\n"
+            " c = f32[80]{0} broadcast(r), dimensions={}\n"
+            " q = f32[] reduce(c, z), dimensions={0}, to_apply=add\n"
+            " s = f32[] reduce(a, z), dimensions={0}, to_apply=add\n"
+            " ROOT o = f32[] add(q, s)\n")
+    text = ("HloModule m, is_scheduled=true, entry_computation_layout={(f32[64]{0})->f32[]}\n\n"
+            "add (x: f32[], y: f32[]) -> f32[] {\n x = f32[] parameter(0)\n"
+            " y = f32[] parameter(1)\n ROOT s = f32[] add(x, y)\n}\n\n"
+            "ENTRY e (p: f32[64]) -> f32[] {\n" + body + "}\n")
+    placement = place_buffers(analyze_liveness(parse_text(text, source="t.hlo")[0]), "cpu")
+    liveness, buffer_of = placement.liveness, placement.assigner.buffer_of
+    arrays = [v for v in liveness.live_values() if v.instruction.name in ("a", "b", "c")]
+    assert len(arrays) == 3
+
+    def packed(order: bool) -> int:
+        return heap_size(liveness, arrays, buffer_of, 64, lambda v: v.bytes,
+                         allocation_order=order)
+    assert (packed(True), packed(False)) == (640, 384)
