@@ -125,6 +125,16 @@ def test_rng_and_select_valid_forms_load() -> None:
     hloscope.load(_entry(_SELECT.format(y="f32[4]")))
 
 
+def test_scheduled_module_may_mix_floating_precisions() -> None:
+    """A compiler's scheduled output is verified with mixed precision allowed: libtpu's ResNet
+    fusions select bf16 from an f32 operand (benchmarks/tpu_families.py's resnet_bn dumps)."""
+    scheduled = _entry(_SELECT.format(y="bf16[4]")).replace("HloModule m",
+                                                            "HloModule m, is_scheduled=true")
+    hloscope.load(scheduled)
+    with pytest.raises(ParseError, match="mixed precision is not allowed"):
+        hloscope.load(scheduled.replace("bf16[4]", "s32[4]"))
+
+
 def test_select_of_tuples_refused() -> None:
     body = ("  %x = (f32[], f32[]) parameter(0)\n  %y = (f32[], f32[]) parameter(1)\n"
             "  %k = pred[] parameter(2)\n  ROOT %r = (f32[], f32[]) select(%k, %x, %y)")

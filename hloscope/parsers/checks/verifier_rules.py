@@ -18,6 +18,7 @@ Each failure is a ParseError (exit 4) at the instruction.
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -55,7 +56,7 @@ def check_verifier_rules(module: HloModule) -> bool:
         defined: _Defined = {}
         for instruction in computation.instructions:
             opcode, text = instruction.opcode, instruction.text
-            rule = _RULES.get(opcode)
+            rule = (_SCHEDULED_RULES if module.is_scheduled else _RULES).get(opcode)
             if rule is not None:
                 rule(instruction, defined)
             if opcode in _ACROSS:
@@ -111,7 +112,14 @@ def _check_compare(instruction: Instruction, defined: _Defined) -> None:
               instruction.operands_end + match.start(1))
 
 
-def _check_rng(instruction: Instruction, defined: _Defined) -> None:
+def _same_type(operand: str, result: str, mixed_precision: bool) -> bool:
+    """Equal element types; with mixed precision (XLA's allow_mixed_precision), any two floating
+    types, as ShapeUtil::SameElementTypeIgnoringFpPrecision compares them."""
+    return operand == result or (mixed_precision and operand.startswith(_FLOATING)
+                                 and result.startswith(_FLOATING))
+
+
+def _check_rng(instruction: Instruction, defined: _Defined, mixed_precision: bool = False) -> None:
     element_type, at = instruction.shape.element_type, instruction.operands_start
     for name in instruction.operands:
         operand = defined.get(name)
@@ -120,7 +128,7 @@ def _check_rng(instruction: Instruction, defined: _Defined) -> None:
         shape = operand.shape
         if shape.is_tuple or shape.dimensions:
             _fail(instruction, f"rng's operands must be scalars, not {shape}", at)
-        if shape.element_type != element_type:
+        if not _same_type(shape.element_type, element_type, mixed_precision):
             _fail(instruction, f"rng's operand {name} is {shape.element_type}, its result "
                                f"{element_type}: mixed precision is not allowed", at)
     if "rng_normal" in instruction.text and not element_type.startswith(_FLOATING):
@@ -128,7 +136,8 @@ def _check_rng(instruction: Instruction, defined: _Defined) -> None:
               at)
 
 
-def _check_select(instruction: Instruction, defined: _Defined) -> None:
+def _check_select(instruction: Instruction, defined: _Defined,
+                  mixed_precision: bool = False) -> None:
     element_type, at = instruction.shape.element_type, instruction.operands_start
     for name in instruction.operands[1:]:
         operand = defined.get(name)
@@ -136,7 +145,7 @@ def _check_select(instruction: Instruction, defined: _Defined) -> None:
             continue
         if not operand.shape.is_array:
             _fail(instruction, f"expected array arguments for select, not {operand.shape}", at)
-        if operand.shape.element_type != element_type:
+        if not _same_type(operand.shape.element_type, element_type, mixed_precision):
             _fail(instruction, f"select's operand {name} is {operand.shape.element_type}, its "
                                f"result {element_type}: mixed precision is not allowed", at)
 
@@ -256,3 +265,8 @@ _RULES: dict[str, Callable[[Instruction, _Defined], None]] = {
     "all-gather-start": _check_global_ids_groups, "scatter": _check_scatter_dims,
     **COLLECTIVE_RULES, **DOT_RULES,
 }
+# A scheduled module is a compiler's output, which XLA:TPU and XLA:GPU verify with mixed precision
+# allowed (libtpu's fusions select bf16 from f32 operands, benchmarks/tpu_families.py's ResNet).
+_SCHEDULED_RULES = {**_RULES,
+                    "rng": functools.partial(_check_rng, mixed_precision=True),
+                    "select": functools.partial(_check_select, mixed_precision=True)}
