@@ -3,8 +3,10 @@
 The seed modules are the small real ones of `tests/oracles/mutations.py` and the scheduled ones of
 `benchmarks/fuzz_seeds/` (XLA:CPU dumps of a while loop holding a conditional, a conv net, a bf16
 MLP and a scanned transformer, written by its generate.py, and a hand-written module with async
-start/update/done pairs, collectives, a fusion, a while loop and a conditional), so that inputs
-reach every analysis. Each input is one garbling of a seed (`mutations.py`: truncations, deleted,
+start/update/done pairs, collectives, a fusion, a while loop and a conditional) and two of libtpu's
+scheduled dumps among the fixtures (host offload in while loops on v5p, Adam on v4: TPU layouts,
+tuple tables, `aliasing_operands` hints, the HBM heap's rules), so that inputs reach every
+analysis. Each input is one garbling of a seed (`mutations.py`: truncations, deleted,
 duplicated, moved and shuffled lines, flipped characters, inserted tokens), one or two structural
 changes that keep the syntax (`structural_mutations.py`: a tuple index, a dimension, an element
 type, an operand, a called computation, an opcode, a moved ROOT, ...), or a garbled baseline
@@ -47,12 +49,17 @@ BASELINE_SHARE = 0.1  # of inputs that garble a baseline instead of the module
 STRUCTURAL_SHARE = 0.5  # of the others: changes that keep the syntax, so analyses run
 SCHEDULED_SHARE = 0.7  # of inputs drawn from the scheduled seeds, the ones every analysis reads
 SEED_FOLDER = HERE / "fuzz_seeds"
+TPU_SEED_FOLDERS = (HERE.parent / "fixtures" / "tpu-families" / "offload-v5p-2x2x1",
+                    HERE.parent / "fixtures" / "tpu-heap" / "adam-v4-2x2x1-k104")
 
 
 def all_seeds() -> list[tuple[str, str]]:
-    """(name, text) of every seed module: the tests' small ones and benchmarks/fuzz_seeds/."""
+    """(name, text) of every seed module: the tests' small ones, benchmarks/fuzz_seeds/ and the
+    libtpu dumps of TPU_SEED_FOLDERS."""
     found = seed_modules()
     found += [(path.name, path.read_text()) for path in sorted(SEED_FOLDER.glob("*.hlo"))]
+    found += [(f"{folder.name}.hlo", path.read_text()) for folder in TPU_SEED_FOLDERS
+              for path in sorted(folder.glob("*.after_optimizations.txt"))]
     return found
 
 
