@@ -68,7 +68,7 @@ def measure(folder: Path, module: str | None, source: str, program: str,
     from hloscope.parsers.xla_memory import memory_analysis_figures
 
     loaded = load_program(folder, module)
-    result = program_memory(loaded)
+    result = program_memory(loaded, target=target)
     artifacts = loaded.xla_memory
     assignment = artifacts.read_buffer_assignment()
     tpu = result.backend == "tpu"

@@ -298,12 +298,14 @@ def usable_hbm_bytes(generation: str | None) -> int | None:
 
 
 def program_memory(program: Program, backend: str | None = None,
-                   scope_depth: int = DEFAULT_SCOPE_DEPTH) -> MemoryResult:
+                   scope_depth: int = DEFAULT_SCOPE_DEPTH,
+                   target: str | None = None) -> MemoryResult:
     """`memory` of a loaded program, with XLA's own figures when its dump is beside it: what
-    `hloscope memory` shows and `hloscope.memory` returns."""
+    `hloscope memory` shows and `hloscope.memory` returns. `target` (`tpu:v4:2x2x1`) stands
+    for the program's own where a bare dump folder names none."""
     backend = backend or program.backend
     return memory(program.module, backend=backend, xla=xla_figures(program, backend),
-                  scope_depth=scope_depth, generation=tpu_generation(program.target))
+                  scope_depth=scope_depth, generation=tpu_generation(target or program.target))
 
 
 def xla_figures(program: Program, backend: str) -> XlaFigures | None:
