@@ -77,6 +77,12 @@ UNTILED_TILE_ELEMENTS = Figure(
     1024, MEASURED, f"an HBM scalar without a tile in its layout takes 1024 elements (u32[] and "
     f"s32[] constants 4096 B, bf16[] 2048, pred[] 1024): all 764 in {_BUILDS}; a rank-1 one "
     "too (s32[2]{0:S(4)} 4096 B)", f"{_SIZES}::test_an_untiled_scalar_takes_1024_elements")
+SPARSECORE_TABLE_SPACE = Figure(
+    7, MEASURED, "a tuple-shaped value made in a computation run on the SparseCore "
+    "(execution_thread=\"sparsecore\": an async-start nested in an offloaded scatter) is color 7, "
+    "size 0, in every buffer assignment of benchmarks/tpu_families.py's moe_top2 (v5p 2x2x1, 6 "
+    "programs); the main thread's async-start of that scatter keeps its table in HBM",
+    f"{_SIZES}::test_the_hbm_timeline_is_what_libtpu_holds_at_every_moment")
 HBM_ALIGNMENT = Figure(
     16384, MEASURED, "every offset in libtpu's HBM heap (color 0's preallocated-temp allocation) "
     "is a multiple of 16 KiB: the TPU fixtures (v5e) and benchmarks/tpu_families.py (v4, v5p, "

@@ -77,8 +77,9 @@ def tuple_table_granule(generation: str | None) -> int:
 
 def _tpu_size(value: Value, table_granule: int = TPU_GRANULARITY) -> int:
     shape = value.shape
-    if shape.is_tuple:
-        return _rounded(TPU_TUPLE_ELEMENT_BYTES * len(shape.tuple_shapes), table_granule)
+    if shape.is_tuple:  # an HBM table; one in the SparseCore's memory takes none
+        return 0 if value.memory_space else _rounded(
+            TPU_TUPLE_ELEMENT_BYTES * len(shape.tuple_shapes), table_granule)
     size = value.padded_bytes
     if shape.memory_space == 0 and shape.rank <= 1 and not (shape.layout and shape.layout.tiles):
         size = (_rounded(shape.element_count, TPU_UNTILED_ELEMENTS)

@@ -1,8 +1,8 @@
 """The bytes libtpu's buffer assignment gives a tuple table and an untiled scalar in HBM, read
 from its own dumps: the committed v5e fixtures and two programs of benchmarks/tpu_families.py
-(fixtures/tpu-families: FSDP on v6e 2x2, host offload on v5p 2x2x1). A tuple table takes 4 B per
-element rounded up to 512 B on v5e, to 32 B on v5p and v6e; a scalar without a tile, 1024
-elements. With these sizes the HBM live peak is what the buffer assignment holds at once, at
+(fixtures/tpu-families: FSDP on v6e 2x2, host offload and MoE on v5p 2x2x1). A tuple table
+takes 4 B per element rounded up to 512 B on v5e, to 32 B on v5p and v6e, and none in HBM when
+made on the SparseCore (MoE's offloaded scatter); a scalar without a tile, 1024 elements. With these sizes the HBM live peak is what the buffer assignment holds at once, at
 every moment (tests/oracles/xla_occupancy.py)."""
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ def test_tuple_tables_are_libtpus_sizes(record: Path) -> None:
     generation = _generation(record)
     size = allocation_size("tpu", generation)
     tables = [(v, xla) for v, xla in _hbm_values(record) if v.shape.is_tuple]
+    assert all(v.memory_space == 0 for v, _ in tables)  # none made on the SparseCore
     assert len(tables) > 20
     assert [size(v) for v, _ in tables] == [xla for _, xla in tables]
     granule = 512 if generation == "v5e" else 32
@@ -66,13 +67,15 @@ def test_tuple_tables_are_libtpus_sizes(record: Path) -> None:
         assert any(allocation_size("tpu")(v) != xla for v, xla in tables)
 
 
-@pytest.mark.parametrize("record", FAMILIES, ids=_id)
-def test_an_untiled_scalar_takes_1024_elements(record: Path) -> None:
-    size = allocation_size("tpu", _generation(record))
-    scalars = [(v, xla) for v, xla in _hbm_values(record) if _untiled(v)]
-    assert scalars
-    for value, xla in scalars:
-        assert size(value) == xla == 1024 * element_byte_width(value.shape.element_type), value
+def test_an_untiled_scalar_takes_1024_elements() -> None:
+    seen = 0
+    for record in FAMILIES:
+        size = allocation_size("tpu", _generation(record))
+        for value, xla in _hbm_values(record):
+            if _untiled(value):
+                seen += 1
+                assert size(value) == xla == 1024 * element_byte_width(value.shape.element_type)
+    assert seen >= 4
 
 
 @pytest.mark.parametrize("record", ALL, ids=_id)

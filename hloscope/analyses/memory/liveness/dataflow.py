@@ -37,11 +37,15 @@ from hloscope.analyses.memory.liveness.values import (
     subtree,
     walk,
 )
+from hloscope.calibration import tpu as tpu_calibration
 from hloscope.model.instruction import Instruction
 from hloscope.model.module import Computation
 from hloscope.model.shape import Shape
 
 Pick = Callable[[Index, Shape], ValueTree | None]
+# TPU: a tuple table made on the SparseCore is in its memory, not in HBM
+SPARSECORE_TABLE_SPACE = int(tpu_calibration.SPARSECORE_TABLE_SPACE.value)
+_SPARSECORE = "sparsecore"
 _FORWARD_OPERAND = frozenset({"bitcast", "add-dependency", "domain", "opt-barrier",
                               "optimization-barrier", "all-reduce-done"})
 
@@ -65,6 +69,10 @@ class Dataflow:
     def new_value(self, instruction: Instruction, index: Index, shape: Shape,
                   is_phi: bool = False) -> Value:
         value = Value(len(self.values), instruction, index, shape, is_phi)
+        if shape.is_tuple:
+            computation = self.program.computation_of.get(instruction)
+            if computation is not None and computation.execution_thread == _SPARSECORE:
+                value.space = SPARSECORE_TABLE_SPACE
         self.values.append(value)
         if is_phi:
             self.phis.append(value)

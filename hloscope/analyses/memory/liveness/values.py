@@ -25,7 +25,7 @@ class Value:
     """One logical buffer: defined by `instruction` at shape `index`."""
 
     __slots__ = ("id", "instruction", "index", "shape", "is_phi", "phi_inputs", "positions",
-                 "uses", "_bytes")
+                 "uses", "_bytes", "space")
 
     def __init__(self, value_id: int, instruction: Instruction, index: Index, shape: Shape,
                  is_phi: bool = False) -> None:
@@ -38,6 +38,7 @@ class Value:
         self.positions: list[tuple[Instruction, Index]] = [(instruction, index)]
         self.uses: list[tuple[Instruction, int, Index]] = []
         self._bytes = -1
+        self.space: int | None = None  # set where XLA's color is not the shape's (dataflow.py)
 
     def __repr__(self) -> str:
         return f"<Value {self.name}{' phi' if self.is_phi else ''}>"
@@ -61,7 +62,7 @@ class Value:
 
     @property
     def memory_space(self) -> int:
-        return self.shape.memory_space
+        return self.shape.memory_space if self.space is None else self.space
 
 
 def shape_bytes(shape: Shape) -> int:
