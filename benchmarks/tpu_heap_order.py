@@ -7,7 +7,8 @@ replay.`, `Fallback algorithm finished with size: F`). For every `hloscope build
 TPU target in the cache whose compile.log has those lines, prints them beside hloscope's replay
 from the HLO text (`heap.tpu_hbm_heaps`: best fit in allocation order; XLA's smaller of the
 spatial and temporal packings) and the reserve the limit leaves: the usable HBM less the limit
-less the buffer assignment's other HBM allocations (calibration/tpu.py's HBM_HEAP_RESERVE).
+less the buffer assignment's other HBM allocations (calibration/tpu.py's HBM_HEAP_RESERVE). Last,
+how many all-gather values libtpu put in a maybe-live-out allocation, and how many in the heap.
 
 `python benchmarks/tpu_heap_order.py [--out FILE]`; no jax, no compile.
 """
@@ -67,6 +68,19 @@ def measure(folder: Path) -> str | None:
             f"{reserve:>14}")
 
 
+def gathers(folder: Path) -> tuple[int, int]:
+    """(all-gather values in a maybe-live-out allocation, in the HBM heap) of its assignment."""
+    from hloscope.parsers.xla_memory import find_memory_artifacts
+
+    assignment = find_memory_artifacts(folder / "dump").read_buffer_assignment()
+    live_out = heap = 0
+    for allocation, value in ([] if assignment is None else assignment.values()):
+        if re.fullmatch(r"all-gather\.\d+\{\}", value.key):
+            live_out += allocation.maybe_live_out
+            heap += allocation.color == 0 and allocation.is_preallocated_temp
+    return live_out, heap
+
+
 def main() -> int:
     from hloscope.workloads.cache import default_cache_dir
 
@@ -81,13 +95,21 @@ def main() -> int:
              "HBM allocations",
              "# `python benchmarks/tpu_heap_order.py`", header]
     seen = set()
+    gathered = [0, 0, 0]
     for folder in sorted((default_cache_dir() / "builds").glob("*/")):
         if not (folder / "manifest.json").exists():
             continue
+        target = json.loads((folder / "manifest.json").read_text()).get("target") or ""
+        if target.startswith("tpu") and any((folder / "dump").glob("*buffer-assignment.txt")):
+            live_out, heap = gathers(folder)
+            gathered = [gathered[0] + 1, gathered[1] + live_out, gathered[2] + heap]
         line = measure(folder)
         if line is not None and line not in seen:
             seen.add(line)
             lines.append(line)
+    lines.append(f"\nall-gather values in a maybe-live-out allocation: {gathered[1]} "
+                 f"(in the HBM heap: {gathered[2]}) over the {gathered[0]} TPU builds' buffer "
+                 "assignments")
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:

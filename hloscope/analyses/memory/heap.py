@@ -242,6 +242,7 @@ class _Assigner:
         self.allocation_of: dict[int, _Allocation] = {}  # buffer id() -> allocation
         self.reusable: list[_Allocation] = []  # XLA's allocation_indices, in creation order
         self.rules = ShareRules(program.module, program.users, backend)
+        self.backend = backend
         self._top_level: dict[Instruction, list[Value]] | None = None
 
     def _buffers(self) -> list[_Buffer]:
@@ -359,6 +360,9 @@ class _Assigner:
             return False
         if buffer.live_out and allocation.size != buffer.size:
             return False
+        if self.backend == "tpu" and allocation.live_out and any(
+                v.instruction.opcode == "all-gather" for v in buffer.values):
+            return False  # libtpu's must_not_live_out (docs/memory.md, step 2)
         ranges = self.liveness.ranges
         for value in buffer.values:
             start, end = ranges[value.id]

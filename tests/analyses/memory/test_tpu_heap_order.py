@@ -119,3 +119,36 @@ def test_allocation_order_packs_as_it_comes() -> None:
         return heap_size(liveness, arrays, buffer_of, 64, lambda v: v.bytes,
                          allocation_order=order)
     assert (packed(True), packed(False)) == (640, 384)
+
+
+_GATHER = """HloModule m, is_scheduled=true, input_output_alias={ {}: (0, {}, may-alias) }, \
+entry_computation_layout={(f32[256]{0})->f32[256]{0}}
+
+add (x: f32[], y: f32[]) -> f32[] {
+ x = f32[] parameter(0)
+ y = f32[] parameter(1)
+ ROOT s = f32[] add(x, y)
+}
+
+ENTRY e (p: f32[256]) -> f32[256] {
+ p = f32[256]{0} parameter(0)
+ s = f32[64]{0} slice(p), slice={[0:64]}
+ g = f32[256]{0} all-gather(s), dimensions={0}, replica_groups={{0,1,2,3}}
+ z = f32[] constant(0)
+ r = f32[] reduce(g, z), dimensions={0}, to_apply=add
+ c = f32[256]{0} broadcast(r), dimensions={}
+ ROOT o = f32[256]{0} reverse(c), dimensions={0}
+}
+"""
+
+
+@pytest.mark.parametrize("backend, kind", [("cpu", "reused"), ("tpu", "heap")])
+def test_libtpu_keeps_an_all_gather_out_of_a_live_out_allocation(backend: str, kind: str) -> None:
+    """g lives between the donated p's last use and the output o made in p's allocation: XLA
+    moves it there (BufferAssigner's reuse); libtpu never puts an all-gather in a live-out
+    allocation (benchmarks/tpu_heap_order.py: none in any cached build's buffer assignment), so
+    on TPU it stays in the heap."""
+    module = parse_text(_GATHER, source="t.hlo")[0]
+    assigner = place_buffers(analyze_liveness(module), backend).assigner
+    kinds = {v.name: b.kind for b in assigner.buffers for v in b.values}
+    assert (kinds["p{}"], kinds["o{}"], kinds["g{}"]) == ("argument", "argument", kind)
