@@ -1,9 +1,10 @@
 """The bytes libtpu's buffer assignment gives a tuple table and an untiled scalar in HBM, read
-from its own dumps: the committed v5e fixtures and two programs of benchmarks/tpu_families.py
+from its own dumps: the committed v5e fixtures and three programs of benchmarks/tpu_families.py
 (fixtures/tpu-families: FSDP on v6e 2x2, host offload and MoE on v5p 2x2x1). A tuple table
 takes 4 B per element rounded up to 512 B on v5e, to 32 B on v5p and v6e, and none in HBM when
-made on the SparseCore (MoE's offloaded scatter); a scalar without a tile, 1024 elements. With these sizes the HBM live peak is what the buffer assignment holds at once, at
-every moment (tests/oracles/xla_occupancy.py)."""
+made on the SparseCore (MoE's offloaded scatter); a scalar without a tile, 1024 elements. With
+these sizes the HBM live peak is what the buffer assignment holds at once, at every moment
+(tests/oracles/xla_occupancy.py)."""
 from __future__ import annotations
 
 import json
