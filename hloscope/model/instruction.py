@@ -139,7 +139,7 @@ class Instruction:
             spans = split_top_level(text, self.operands_start, self.operands_end)
         except TextSyntaxError as error:
             raise self.error(error.message, error.offset) from None
-        return tuple(text[s:e].split()[-1].lstrip("%") for s, e in spans if text[s:e].strip())
+        return tuple(_operand_name(text[s:e].split()[-1]) for s, e in spans if text[s:e].strip())
 
     @property
     def parameter_number(self) -> int:
@@ -345,6 +345,12 @@ if native is not None:  # the C accelerator makes and reads Instructions through
 # `metadata={[op_type="..." ]op_name="..."`, XLA's printing order.
 _METADATA_OP_NAME = re.compile(
     r'metadata=\{\s*(?:op_type="[^"\\]*(?:\\.[^"\\]*)*"\s*)?op_name="([^"\\]*(?:\\.[^"\\]*)*)"')
+def _operand_name(item: str) -> str:
+    """The name ending an operand item, past a shape written without a space before it
+    (`f32[4,2]{1,0}%p`, which XLA's lexer reads as two tokens)."""
+    return item[max(item.rfind("]"), item.rfind("}"), item.rfind(")")) + 1 :].lstrip("%")
+
+
 _PLAIN_OPERANDS = re.compile(r'[^\[\]{}()"/]*')
 _LAST_WORD_OF_ITEM = re.compile(r"%?([^\s,%]+)\s*(?:,|$)")
 

@@ -4,16 +4,19 @@ XLA's parser (xla/hlo/parser/hlo_parser.cc, `CanInferShape`) lets an instruction
 shape for a fixed set of opcodes and infers it with ShapeInference; every other opcode needs the
 shape written out ("cannot infer shape for opcode"). This module infers the shapes of the opcodes
 of that set whose rule is a function of operand shapes and simple attributes; for the few left
-(convolution, gather, scatter, fft, batch-norm, ragged-dot, reduce-window, select-and-scatter) it
-asks for the shape to be written. Inferred shapes carry no layout: XLA gives them its default one.
+(convolution, gather, scatter, fft, batch-norm, ragged-dot, select-and-scatter) it
+asks for the shape to be written. Inferred shapes carry no layout (XLA gives them its default one),
+except a transpose's, which permutes its operand's as ShapeInference does.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
+from hloscope.model.attributes import WindowDimension
 from hloscope.model.instruction import Instruction
 from hloscope.model.opcodes import ELEMENTWISE_ARITHMETIC
-from hloscope.model.shape import TUPLE, Shape
+from hloscope.model.shape import TUPLE, Layout, Shape
 from hloscope.model.shape_text import TextSyntaxError
 
 # XLA's CanInferShape returns true for these (jaxlib 0.10.2's parser agrees, tests/parsers).
@@ -72,7 +75,8 @@ def infer(instruction: Instruction, operands: list[Shape],
         raise InferenceError(f"hloscope does not infer the result shape of a shape-less {opcode} "
                              "(XLA does); write the shape")
     try:
-        return rule(instruction, operands, root_shape).without_layout()
+        shape = rule(instruction, operands, root_shape)
+        return shape if opcode == "transpose" else shape.without_layout()
     except (IndexError, TypeError, ValueError, KeyError, TextSyntaxError):
         raise InferenceError(f"failed to infer shape for opcode: {opcode}: its operands or "
                              "attributes do not fit it") from None
@@ -111,10 +115,17 @@ def _concatenate(ins: Instruction, ops: list[Shape], root: Callable[[str], Shape
 
 
 def _transpose(ins: Instruction, ops: list[Shape], root: Callable[[str], Shape]) -> Shape:
+    """ShapeUtil::PermuteDimensions: the operand's layout (its default one when it has none)
+    permuted with the dimensions, so the bytes stay in place: a bitcast (0 bytes accessed)."""
     order = ins.dimensions or ()
-    if sorted(order) != list(range(ops[0].rank)):
+    operand = ops[0]
+    if sorted(order) != list(range(operand.rank)):
         raise ValueError
-    return _array(ops[0].element_type, tuple(ops[0].dimensions[d] for d in order))
+    position = {dimension: index for index, dimension in enumerate(order)}
+    layout = operand.layout or Layout(tuple(reversed(range(operand.rank))))
+    permuted = replace(layout, minor_to_major=tuple(position[d] for d in layout.minor_to_major))
+    return replace(_array(operand.element_type, tuple(operand.dimensions[d] for d in order)),
+                   layout=permuted)
 
 
 def _pad(ins: Instruction, ops: list[Shape], root: Callable[[str], Shape]) -> Shape:
@@ -147,6 +158,27 @@ def _reduce(ins: Instruction, ops: list[Shape], root: Callable[[str], Shape]) ->
     results = [_drop(op, reduced, init.element_type)
                for op, init in zip(ops[:half], ops[half:], strict=True)]
     return results[0] if half == 1 else Shape(TUPLE, tuple_shapes=tuple(results))
+
+
+def _reduce_window(ins: Instruction, ops: list[Shape], root: Callable[[str], Shape]) -> Shape:
+    """ShapeInference::InferReduceWindowShape of one input (XLA's parser infers no other: a
+    variadic one needs its shape written): the window's output (InferWindowOutputShape,
+    window_util::StridedBound) in the init value's element type."""
+    window = ins.window
+    if len(ops) != 2 or len(window) != ops[0].rank:
+        raise ValueError
+    dims = tuple(_strided_bound(size, dim) for size, dim in zip(ops[0].dimensions, window,
+                                                                strict=True))
+    return _array(ops[1].element_type, dims)
+
+
+def _strided_bound(size: int, window: WindowDimension) -> int:
+    dilated_base = (size - 1) * window.lhs_dilation + 1 if size > 0 else 0
+    bound = window.padding_low + dilated_base + window.padding_high
+    dilated_window = (window.size - 1) * window.rhs_dilation + 1
+    if window.stride < 1 or window.size < 1:
+        raise ValueError
+    return 0 if dilated_window > bound else (bound - dilated_window) // window.stride + 1
 
 
 def _map(ins: Instruction, ops: list[Shape], root: Callable[[str], Shape]) -> Shape:
@@ -189,6 +221,7 @@ _RULES: dict[str, Rule] = {
     "pad": _pad,
     "dot": _dot,
     "reduce": _reduce,
+    "reduce-window": _reduce_window,
     "map": _map,
     "sort": _sort,
     "topk": _topk,

@@ -63,6 +63,9 @@ _INSTRUCTION_START = re.compile(r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=")
 _COMPUTATION_HEADER = re.compile(
     r"\s*(ENTRY\s+)?" + _NAME + r"\s*(?:(\(.*\))\s*->\s*(.+?))?\s*\{\s*$", re.S
 )
+_HEADER_WITHOUT_BRACE = re.compile(
+    r"\s*(ENTRY\s+)?" + _NAME + r"\s*(?:(\(.*\))\s*->\s*(.+?))?\s*$", re.S
+)
 _PARAMETER_ITEM = r"\s*%?[A-Za-z_][\w.\-]*\s*:\s*" + _ARRAY_SHAPE + r"\s*"
 _ARRAY_PARAMETERS = re.compile(r"\((?:" + _PARAMETER_ITEM + r"(?:," + _PARAMETER_ITEM + r")*)?\)")
 _ARRAY_PARAMETER = re.compile(r"%?([A-Za-z_][\w.\-]*)\s*:\s*(" + _ARRAY_SHAPE + ")")
@@ -87,6 +90,7 @@ class TextParser:
         self._pending: list[str] = []
         self._pending_line = 0
         self._pending_balance = 0
+        self._awaiting_brace = False  # a computation header whose `{` is on the next line
         self._root_seen = False
         self._in_block_comment = False
         self._last_line = ""
@@ -194,6 +198,10 @@ class TextParser:
         if self.computation is not None:
             self._inside_computation(line, stripped)
         elif self._pending:
+            if self._awaiting_brace:
+                self._awaiting_brace = False
+                if stripped.rstrip() != "{":
+                    self._not_a_header(self._pending[0], self._pending_line)
             self._extend(line)
             if self._top_level_complete():
                 self._dispatch_top_level()
@@ -283,6 +291,10 @@ class TextParser:
             self._flush()
             self._start_statement(line, bracket_balance(line))
         elif self._pending:
+            if self._awaiting_brace:
+                self._awaiting_brace = False
+                if stripped.rstrip() != "{":
+                    self._not_a_header(self._pending[0], self._pending_line)
             self._extend(line)
         else:
             raise self._located(line, self.line_number, _first_nonblank(line),
@@ -391,9 +403,15 @@ class TextParser:
             self._computation_on_one_line(line, brace)
         elif balance >= 1:
             self._start_statement(line, balance)
+        elif _HEADER_WITHOUT_BRACE.match(line):
+            self._start_statement(line, balance)  # its `{` on a line of its own, next
+            self._awaiting_brace = True
         else:
-            raise self._located(line, self.line_number, _first_nonblank(line),
-                                "expected 'HloModule' or a computation 'name (params) -> shape {'")
+            self._not_a_header(line, self.line_number)
+
+    def _not_a_header(self, line: str, line_number: int) -> None:
+        raise self._located(line, line_number, _first_nonblank(line),
+                            "expected 'HloModule' or a computation 'name (params) -> shape {'")
 
     def _computation_on_one_line(self, line: str, brace: int) -> None:
         """A header followed on its line by instructions (`ENTRY e { p = ... ROOT ... }`)."""

@@ -5,7 +5,7 @@ grammar; each is compared with jaxlib._hlo, never with hloscope's own earlier ou
 from __future__ import annotations
 
 import pytest
-from xla_oracle import compare_with_xla, xla_available
+from xla_oracle import compare_with_xla, xla_available, xla_parse
 
 import hloscope
 from hloscope.errors import ParseError
@@ -52,6 +52,37 @@ ENTRY e {
   id = partition-id()
   sz = get-dimension-size(g), dimensions={1}
   ROOT o = tuple(b, d, r, pd, cp, m, tk, id, sz)
+}
+""",
+    "shapeless_reduce_window": """HloModule m
+""" + SCALAR_ADD + """
+ENTRY e {
+  p = f32[8,14,14,3] parameter(0)
+  z = f32[] constant(0)
+  a = reduce-window(p, z), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x0_1x0_0}, to_apply=add
+  b = reduce-window(p, z), window={size=1x2x2x1 lhs_dilate=1x2x2x1 rhs_dilate=1x3x2x1}, to_apply=add
+  c = reduce-window(p, z), window={size=1x20x1x1}, to_apply=add
+  d = reduce-window(p, z), window={size=2x2x1x3 stride=2x2x1x1 pad=0_1x0_0x0_0x1_1}, to_apply=add
+  ROOT t = tuple(a, b, c, d)
+}
+""",
+    # XLA's lexer skips line breaks and reads a shape and a name as two tokens: a header's `{`
+    # may stand on the next line, and an operand's shape may touch its name (XLA's
+    # copy_insertion_test and layout_assignment_test write both).
+    "header_brace_on_next_line": """HloModule m
+
+on_true
+ {
+  v1 = f32[2] parameter(0)
+  ROOT v2 = f32[2] add(v1, v1)
+}
+
+ENTRY main
+{
+  p = f32[4,2]{1,0} parameter(0)
+  r = f32[8]{0} reshape(f32[4,2]{1,0}%p)
+  s = f32[2] slice(r), slice={[0:2]}
+  ROOT c = f32[2] call(f32[2]%s), to_apply=on_true
 }
 """,
     "shapeless_calls_and_sort": """HloModule m
@@ -288,4 +319,19 @@ def test_async_execution_thread_refused_on_a_plain_call() -> None:
     with pytest.raises(Exception, match="async_execution_thread"):
         _hlo.hlo_module_from_text(text)
     with pytest.raises(ParseError, match="unexpected attribute 'async_execution_thread' on call"):
+        hloscope.load(text)
+
+
+def test_variadic_reduce_window_needs_its_shape() -> None:
+    """XLA's parser infers a one-input reduce-window only ("Reduction function must take 2
+    parameters"); so does hloscope."""
+    text = ("HloModule m\n\nadd2 {\n  a = f32[] parameter(0)\n  b = s32[] parameter(1)\n"
+            "  c = f32[] parameter(2)\n  d = s32[] parameter(3)\n  s = f32[] add(a, c)\n"
+            "  t = s32[] add(b, d)\n  ROOT r = (f32[], s32[]) tuple(s, t)\n}\n\nENTRY e {\n"
+            "  p = f32[4,4] parameter(0)\n  i = s32[4,4] parameter(1)\n  z = f32[] constant(0)\n"
+            "  k = s32[] constant(0)\n"
+            "  ROOT w = reduce-window(p, i, z, k), window={size=2x2}, to_apply=add2\n}\n")
+    with pytest.raises(Exception, match="failed to infer shape for opcode: reduce-window"):
+        xla_parse(text)
+    with pytest.raises(ParseError, match="failed to infer shape for opcode: reduce-window"):
         hloscope.load(text)

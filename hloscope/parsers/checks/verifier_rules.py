@@ -267,6 +267,8 @@ _RULES: dict[str, Callable[[Instruction, _Defined], None]] = {
 }
 # A scheduled module is a compiler's output, which XLA:TPU and XLA:GPU verify with mixed precision
 # allowed (libtpu's fusions select bf16 from f32 operands, benchmarks/tpu_families.py's ResNet).
-_SCHEDULED_RULES = {**_RULES,
-                    "rng": functools.partial(_check_rng, mixed_precision=True),
-                    "select": functools.partial(_check_select, mixed_precision=True)}
+_SCHEDULED_RULES: dict[str, Callable[[Instruction, _Defined], None]] = {
+    **_RULES,
+    "rng": functools.partial(_check_rng, mixed_precision=True),
+    "select": functools.partial(_check_select, mixed_precision=True),
+}
