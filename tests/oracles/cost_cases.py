@@ -461,3 +461,29 @@ ENTRY e {
   ROOT t = ((f32[16], token[]), (f32[16], token[])) tuple(sd, rd)
 }
 """
+
+# A shape-less transpose takes its operand's layout permuted (ShapeInference's
+# PermuteDimensions), so it is a bitcast and reads and writes nothing; one with a written default
+# layout moves its bytes.
+CASES["shapeless_transpose"] = """
+HloModule m
+ENTRY e {
+  p = f32[8,14,14,128] parameter(0)
+  r = f32[8,14,14,2,64] reshape(p)
+  t = transpose(r), dimensions={0,1,3,2,4}
+  w = f32[8,14,2,14,64]{4,3,2,1,0} transpose(r), dimensions={0,1,3,2,4}
+  ROOT o = (f32[8,14,2,14,64], f32[8,14,2,14,64]) tuple(t, w)
+}
+"""
+
+# XLA builds a send's shape from its data operand, whatever the text writes (XLA's own
+# collective_pipeliner_test writes a send of a bf16[3,1,2,128] operand as bf16[1,1,2,128]).
+CASES["send_written_shape"] = """
+HloModule m
+ENTRY e {
+  data = bf16[3,1,2,128] parameter(0)
+  a = token[] after-all()
+  send = (bf16[1,1,2,128], u32[], token[]) send(data, a), channel_id=1
+  ROOT sd = token[] send-done(send), channel_id=1
+}
+"""

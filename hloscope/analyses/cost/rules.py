@@ -329,12 +329,25 @@ def outfeed(site: Site) -> Cost:
     return Cost(bytes_accessed=sum(site.leaf_bytes(s) for s in site.operand_shapes))
 
 
+def send(site: Site) -> Cost:
+    """Its operands read and `(data, u32[], token[])` written, the shape XLA builds a send with
+    from its data operand whatever the text writes (jaxlib 0.10.2's parse and cost analysis of
+    XLA's collective_pipeliner_test modules)."""
+    operands = site.operand_shapes
+    if not operands:
+        return collective(site)
+    written = site.leaf_bytes(operands[0]) + site.size(_U32_SCALAR)
+    return Cost(bytes_accessed=written + sum(site.size(s) for s in operands),
+                collective_bytes=collective_payload(site))
+
+
 def send_done(site: Site) -> Cost:
     """The operand's tuple table read: XLA makes a send-done's shape `token[]` whatever the text
     writes (jaxlib 0.10.2's HloCostAnalysis charges no output; tests/oracles/cost_cases.py)."""
     return Cost(bytes_accessed=sum(site.size(s) for s in site.operand_shapes))
 
 
+_U32_SCALAR = Shape("u32", (), ())
 COLLECTIVES = frozenset({
     "all-gather", "all-gather-start", "reduce-scatter", "all-to-all", "ragged-all-to-all",
     "collective-broadcast", "collective-permute", "collective-permute-start", "send", "recv",
@@ -352,7 +365,7 @@ RULES: dict[str, Rule] = {
     "reduce": reduce, "map": map_rule, "reduce-window": reduce_window,
     "select-and-scatter": select_and_scatter, "transpose": transpose,
     "all-reduce": all_reduce, "all-reduce-start": all_reduce, "collective-reduce": all_reduce,
-    "infeed": infeed, "outfeed": outfeed, "send-done": send_done,
+    "infeed": infeed, "outfeed": outfeed, "send": send, "send-done": send_done,
 }
 
 
