@@ -65,8 +65,11 @@ def parse_shape_prefix(text: str, pos: int) -> tuple[Shape, int]:
     _check_array_size(element_type, dims, match.start(2))
     end = match.end()
     layout = None
-    if end < len(text) and text[end] == "{":
-        layout, end = _parse_layout(text, end, len(dims))
+    brace = end  # XLA's lexer lets blanks part the layout from the dims: `bf16[1,128] {1,0}`
+    while brace < len(text) and text[brace] in " \t\r\n":
+        brace += 1
+    if brace < len(text) and text[brace] == "{":
+        layout, end = _parse_layout(text, brace, len(dims))
     return Shape(element_type, dims, dynamic, layout), end
 
 

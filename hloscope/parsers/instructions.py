@@ -58,6 +58,7 @@ class _Parser(Protocol):
 HEAD = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*")
 # Where a tuple shape may end: a `)` followed by the opcode. Only a candidate, confirmed by the
 # memo of tuple shapes parsed in full (a prefix that is not a whole shape is never in it).
+_BLANKS_BEFORE_LAYOUT = re.compile(r"(?<=\])\s+(?=\{)")
 _SHAPE_TAIL = re.compile(r"\)[ \t]+[a-z][a-z0-9\-]*\(")
 _ASYNC_SUFFIXES = (("-start", "async-start"), ("-update", "async-update"),
                    ("-done", "async-done"))
@@ -152,7 +153,7 @@ class InstructionReader:
             if known is not None and tail is not None:
                 return known, tail.start() + 1
         _, shape_end = parse_shape_prefix(text, pos)
-        shape_text = " ".join(text[pos:shape_end].split())
+        shape_text = _BLANKS_BEFORE_LAYOUT.sub("", " ".join(text[pos:shape_end].split()))
         shape_text = self.parser._intern.setdefault(shape_text, shape_text)
         if text[pos] == "(":
             tuples[text[pos:shape_end]] = shape_text

@@ -66,9 +66,9 @@ ENTRY e {
   ROOT t = tuple(a, b, c, d)
 }
 """,
-    # XLA's lexer skips line breaks and reads a shape and a name as two tokens: a header's `{`
-    # may stand on the next line, and an operand's shape may touch its name (XLA's
-    # copy_insertion_test and layout_assignment_test write both).
+    # XLA's lexer skips blanks and line breaks between tokens: a header's `{` may stand on the
+    # next line, an operand's shape may touch its name, blanks may part a layout from its dims
+    # (XLA's copy_insertion_test, layout_assignment_test and collective_pipeliner_test).
     "header_brace_on_next_line": """HloModule m
 
 on_true
@@ -80,6 +80,8 @@ on_true
 ENTRY main
 {
   p = f32[4,2]{1,0} parameter(0)
+  q = f32[4,2] {0,1} negate(p)
+  u = (f32[4,2] {1,0}, f32[4,2]) tuple(q, p)
   r = f32[8]{0} reshape(f32[4,2]{1,0}%p)
   s = f32[2] slice(r), slice={[0:2]}
   ROOT c = f32[2] call(f32[2]%s), to_apply=on_true
