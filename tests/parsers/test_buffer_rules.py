@@ -6,6 +6,7 @@ load lets the fault through."""
 from __future__ import annotations
 
 import pytest
+from located_refusal import assert_refused_at, line_of
 
 import hloscope
 from hloscope.errors import ParseError
@@ -15,24 +16,14 @@ _PIN = ('custom-call(%p), custom_call_target="Pin", output_to_operand_aliasing={
 _UNPIN = 'custom_call_target="Unpin", output_to_operand_aliasing={{}: (0, {})}'
 
 
+def _refused(text: str, message: str, name: str, at: str) -> None:
+    """Refused on the line of instruction `name`, where `at` (its first operand) starts."""
+    assert_refused_at(text, message, line_of(text, name), at)
+
+
 def _module(*lines: str) -> str:
     body = "".join(f"  {line}\n" for line in lines)
     return f"HloModule m\n\nENTRY %e {{\n  %p = f32[32] parameter(0)\n{body}}}\n"
-
-
-def _refused(text: str, message: str, name: str, at: str) -> None:
-    """Refused with `message` on the line of instruction `name`, where `at` (its first operand)
-    starts."""
-    with pytest.raises(ParseError) as caught:
-        hloscope.load(text)
-    assert message in caught.value.message
-    assert caught.value.exit_code == 4
-    lines = text.splitlines()
-    line = next(n for n, source in enumerate(lines, 1)
-                if source.lstrip().startswith((f"%{name} =", f"ROOT %{name} =")))
-    column = lines[line - 1].index(at) + 1
-    assert (caught.value.location.line, caught.value.location.column) == (line, column)
-    hloscope.load(text, lenient=True)
 
 
 def test_buffer_leaves_of_a_shape_text() -> None:

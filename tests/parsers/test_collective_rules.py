@@ -4,10 +4,9 @@ examples of XLA's hlo_verifier_test.cc: each fault refused at its line and colum
 the valid form loads, and a lenient load lets the fault through."""
 from __future__ import annotations
 
-import pytest
+from located_refusal import assert_refused_at as _refused
 
 import hloscope
-from hloscope.errors import ParseError
 
 _OFFSET = "(s32[],s32[],s32[])"
 _OFFSETS = f"({_OFFSET}, {_OFFSET})"
@@ -24,19 +23,6 @@ def _inplace(input_offsets: str, output_offsets: str, pairs: str) -> str:
         f"  %t = {_OFFSETS} tuple(%o, %o)\n"
         f"  ROOT %r = u32[2,8,128] collective-permute(%a, %b, {input_offsets}, {output_offsets}), "
         f"source_target_pairs={pairs}, slice_sizes={{{{1,8,128}},{{1,8,128}}}}\n}}\n")
-
-
-def _refused(text: str, message: str, line: int, at: str) -> None:
-    """Refused with `message` at `line`, where `at` first starts on it (the first operand or the
-    attribute's name)."""
-    with pytest.raises(ParseError) as caught:
-        hloscope.load(text)
-    assert message in caught.value.message
-    assert caught.value.exit_code == 4
-    source = text.splitlines()[line - 1]
-    assert (caught.value.location.line, caught.value.location.column) == (line,
-                                                                          source.index(at) + 1)
-    hloscope.load(text, lenient=True)
 
 
 def test_inplace_permute_names_a_source_once_per_offset() -> None:

@@ -5,23 +5,9 @@ Each fault refused at its line and column with exit 4, the valid form loads, and
 lets the fault through."""
 from __future__ import annotations
 
-import pytest
+from located_refusal import assert_refused_at as _refused
 
 import hloscope
-from hloscope.errors import ParseError
-
-
-def _refused(text: str, message: str, line: int, at: str) -> None:
-    """Refused with `message` at `line`, where `at` first starts on it."""
-    with pytest.raises(ParseError) as caught:
-        hloscope.load(text)
-    assert message in caught.value.message
-    assert caught.value.exit_code == 4
-    source = text.splitlines()[line - 1]
-    assert (caught.value.location.line, caught.value.location.column) == (line,
-                                                                          source.index(at) + 1)
-    hloscope.load(text, lenient=True)
-
 
 _ALL_REDUCES = """HloModule m
 

@@ -7,6 +7,7 @@ fault through."""
 from __future__ import annotations
 
 import pytest
+from located_refusal import assert_refused_at
 
 import hloscope
 from hloscope.errors import ParseError
@@ -14,14 +15,7 @@ from hloscope.errors import ParseError
 
 def _refused(text: str, message: str, line: int) -> None:
     """Refused with `message` at `line`, at its `sharding=`."""
-    with pytest.raises(ParseError) as caught:
-        hloscope.load(text)
-    assert message in caught.value.message
-    assert caught.value.exit_code == 4
-    source = text.splitlines()[line - 1]
-    assert (caught.value.location.line, caught.value.location.column) == (
-        line, source.index("sharding=") + 1)
-    hloscope.load(text, lenient=True)
+    assert_refused_at(text, message, line, "sharding=")
 
 
 def _parameter(sharding: str) -> str:
