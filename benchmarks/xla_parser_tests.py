@@ -57,6 +57,7 @@ VERIFIER_FIXTURES = ("LayoutSensitive", "AllowMixedPrecision", "LayoutFusion",
                      "CollectiveDeadlocks", "SkipCheck")
 EDITED = re.compile(r"->(?:Replace\w*|set_\w+|mutable_\w+|Remove\w*|Add\w*|Set\w*)\(|"
                     r"\.set_\w+\(|ReplaceAllUsesWith|RemoveInstruction")
+_FILECHECK = re.compile(r"\s*(?://|;)?\s*CHECK")
 TEMPLATE_USE = re.compile(r"absl::Str(?:Format|ReplaceAll|Cat|Replace)\s*\(\s*$")
 
 
@@ -120,6 +121,9 @@ def _blocks(source: str, pattern: re.Pattern[str]) -> list[tuple[int, int, str]]
 
 
 def _is_module(text: str) -> bool:
+    """Holds `ENTRY` or starts with `HloModule` outside FileCheck lines (`// CHECK: ENTRY`,
+    `; CHECK-NEXT:`, `CHECK:`), which are expected output, not a module."""
+    text = "\n".join(line for line in text.splitlines() if not _FILECHECK.match(line))
     return "ENTRY" in text or text.lstrip().startswith("HloModule")
 
 

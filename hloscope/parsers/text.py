@@ -71,6 +71,7 @@ _ARRAY_PARAMETERS = re.compile(r"\((?:" + _PARAMETER_ITEM + r"(?:," + _PARAMETER
 _ARRAY_PARAMETER = re.compile(r"%?([A-Za-z_][\w.\-]*)\s*:\s*(" + _ARRAY_SHAPE + ")")
 _COMPUTATION_CLOSE = re.compile(r"\s*\}\s*(,.*)?$", re.S)
 _EXECUTION_THREAD = re.compile(r'execution_thread\s*=\s*"([^"]*)"')
+_MODULE_THEN_ENTRY = re.compile(r"(\s*HloModule\s+[^\s,]+)\s+ENTRY\s")
 _MODULE_HEADER = re.compile(r"\s*HloModule\s+" + _NAME)
 _SECTION_ENTRY = re.compile(r"\s*(\d+)[ \t]+(\S.*?)\s*$", re.S)
 SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
@@ -200,7 +201,7 @@ class TextParser:
         elif self._pending:
             if self._awaiting_brace:
                 self._awaiting_brace = False
-                if stripped.rstrip() != "{":
+                if stripped.rstrip() != "{" and not self._signature_follows(stripped):
                     self._not_a_header(self._pending[0], self._pending_line)
             self._extend(line)
             if self._top_level_complete():
@@ -381,6 +382,11 @@ class TextParser:
     def _outside_computation(self, line: str, stripped: str) -> None:
         if stripped.startswith("HloModule"):
             self.section = ""
+            if entry := _MODULE_THEN_ENTRY.match(line):  # `HloModule m ENTRY e {`: XLA's
+                self._module_header(line[: entry.end(1)], self.line_number)  # grammar
+                rest = blank(line[: entry.end(1)]) + line[entry.end(1) :]  # ignores line breaks
+                self._outside_computation(rest, rest.lstrip())
+                return
             balance = bracket_balance(line)
             if balance > 0 or line.rstrip().endswith(","):
                 self._start_statement(line, balance)
@@ -408,6 +414,13 @@ class TextParser:
             self._awaiting_brace = True
         else:
             self._not_a_header(line, self.line_number)
+
+    def _signature_follows(self, stripped: str) -> bool:
+        """`ENTRY name` alone on its line, then `(params) -> shape {` on the next (XLA's
+        sharding_remover_test): XLA's grammar ignores line breaks."""
+        header = _HEADER_WITHOUT_BRACE.match(self._pending[0])
+        return (len(self._pending) == 1 and header is not None and header.group(3) is None
+                and stripped.startswith("(") and stripped.rstrip().endswith("{"))
 
     def _not_a_header(self, line: str, line_number: int) -> None:
         raise self._located(line, line_number, _first_nonblank(line),

@@ -487,3 +487,16 @@ ENTRY e {
   ROOT sd = token[] send-done(send), channel_id=1
 }
 """
+
+# A send written as an array (XLA's instruction_fusion_test writes `f32[4,3] send(log, token0)`):
+# its send-done reads the 3-tuple XLA builds, not the written array.
+CASES["send_written_as_array"] = """
+HloModule m
+ENTRY e {
+  p = f32[4,3] parameter(0)
+  a = token[] after-all()
+  send = f32[4,3] send(p, a), channel_id=1
+  ROOT sd = token[] send-done(send), channel_id=1
+}
+"""
+

@@ -83,6 +83,7 @@ ENTRY main
   q = f32[4,2] {0,1} negate(p)
   u = (f32[4,2] {1,0}, f32[4,2]) tuple(q, p)
   r = f32[8]{0} reshape(f32[4,2]{1,0}%p)
+  g = f32[4,2] get-tuple-element((f32[4,2], f32[4,2])%u), index=1
   s = f32[2] slice(r), slice={[0:2]}
   ROOT c = f32[2] call(f32[2]%s), to_apply=on_true
 }
@@ -191,6 +192,14 @@ ENTRY e {
 }
 """,
 }
+# XLA's pattern_matcher_test writes a whole module on one line.
+FORMS["module_on_one_line"] = "HloModule m ENTRY e { p = f16[2] parameter(0) ROOT n = negate(p) }\n"
+FORMS["entry_on_the_module_line"] = ("HloModule m ENTRY e {\n  p = f16[2] parameter(0)\n"
+                                     "  ROOT n = negate(p)\n}\n")
+# XLA's sharding_remover_test breaks an ENTRY header before its signature.
+FORMS["signature_on_the_next_line"] = ("HloModule m\n\nENTRY %e\n  (p: f32[2]) -> f32[2] {\n"
+                                       "  %p = f32[2] parameter(0)\n"
+                                       "  ROOT %n = f32[2] negate(%p)\n}\n")
 FORMS["shapeless_calls_and_sort"] += """ENTRY e {
   p = f32[4] parameter(0)
   i = s32[] constant(0)
@@ -336,4 +345,17 @@ def test_variadic_reduce_window_needs_its_shape() -> None:
     with pytest.raises(Exception, match="failed to infer shape for opcode: reduce-window"):
         xla_parse(text)
     with pytest.raises(ParseError, match="failed to infer shape for opcode: reduce-window"):
+        hloscope.load(text)
+
+
+def test_declared_tuple_operand_shape_must_match() -> None:
+    """A tuple shape written against its operand's name (`(f32[4,2], f32[4,2])%u`, XLA's
+    while_loop_all_reduce_code_motion_test) is read as the shape, then checked: XLA's parser
+    refuses a different one at the same place."""
+    text = ("HloModule m\nENTRY main {\n  p = f32[4,2]{1,0} parameter(0)\n"
+            "  u = (f32[4,2], f32[4,2]) tuple(p, p)\n"
+            "  ROOT g = f32[4,2] get-tuple-element((f32[4,2], f32[4,3])%u), index=1\n}\n")
+    with pytest.raises(Exception, match="was parsing 5:39"):
+        xla_parse(text)
+    with pytest.raises(ParseError, match=r"5:39: error: the declared operand shape"):
         hloscope.load(text)

@@ -42,7 +42,7 @@ from hloscope.analyses.cost.sizes import (
 from hloscope.analyses.cost.vector import ZERO, Cost
 from hloscope.model.instruction import Instruction
 from hloscope.model.opcodes import ELEMENTWISE_ARITHMETIC, TRANSCENDENTAL
-from hloscope.model.shape import Shape
+from hloscope.model.shape import TUPLE, Shape
 
 NO_MEMORY = frozenset({
     "parameter", "constant", "get-tuple-element", "bitcast", "after-all", "add-dependency",
@@ -342,12 +342,14 @@ def send(site: Site) -> Cost:
 
 
 def send_done(site: Site) -> Cost:
-    """The operand's tuple table read: XLA makes a send-done's shape `token[]` whatever the text
-    writes (jaxlib 0.10.2's HloCostAnalysis charges no output; tests/oracles/cost_cases.py)."""
-    return Cost(bytes_accessed=sum(site.size(s) for s in site.operand_shapes))
+    """The send's tuple table read: XLA makes a send-done's shape `token[]` and its send's a
+    3-tuple whatever the text writes (jaxlib 0.10.2's HloCostAnalysis charges no output and
+    reads a send written as an array as that tuple; tests/oracles/cost_cases.py)."""
+    return Cost(bytes_accessed=site.size(_SEND_SHAPE) * len(site.operand_shapes))
 
 
 _U32_SCALAR = Shape("u32", (), ())
+_SEND_SHAPE = Shape(TUPLE, tuple_shapes=(_U32_SCALAR, _U32_SCALAR, Shape("token")))
 COLLECTIVES = frozenset({
     "all-gather", "all-gather-start", "reduce-scatter", "all-to-all", "ragged-all-to-all",
     "collective-broadcast", "collective-permute", "collective-permute-start", "send", "recv",

@@ -189,14 +189,15 @@ def _check_operand_shapes(instruction: Instruction, defined: dict[str, Instructi
     except TextSyntaxError as error:
         raise instruction.error(error.message, error.offset) from None
     for start, end in spans:
-        item = text[start:end].split()
-        if len(item) < 2:
-            continue
+        if not any(mark in text[start:end] for mark in "[("):
+            continue  # a bare name: an operand's name never holds a bracket
         try:
-            declared, _ = parse_shape_prefix(text[:end], start)
+            declared, after = parse_shape_prefix(text[:end], start)
         except TextSyntaxError as error:
             raise instruction.error(error.message, error.offset) from None
-        operand = defined[item[-1].lstrip("%")]
+        operand = defined.get(text[after:end].strip().lstrip("%"))
+        if operand is None:
+            continue  # not an operand reference; the operand parse reports it
         if declared.without_layout() != operand.shape.without_layout():
             raise instruction.error(f"the declared operand shape {declared} is not compatible "
                                     f"with the shape of the operand instruction {operand.name}, "
