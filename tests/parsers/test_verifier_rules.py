@@ -222,3 +222,34 @@ def test_scatter_dims_to_operand_dims_within_the_operand() -> None:
     with pytest.raises(ParseError, match="invalid scatter_dims_to_operand_dims") as caught:
         hloscope.load(text.replace("DIM", "7"))
     assert caught.value.location.line == 13
+
+
+_GROWING_LOOP = """HloModule m
+
+body {
+  p = (f32[2], f32[2]) parameter(0)
+  a = f32[2] get-tuple-element(p), index=0
+  ROOT r = (f32[2], f32[2], f32[2]) tuple(a, a, a)
+}
+
+cond {
+  p = (f32[2], f32[2]) parameter(0)
+  ROOT t = pred[] constant(true)
+}
+
+ENTRY e {
+  c = f32[2] constant({1, 2})
+  init = (f32[2], f32[2]) tuple(c, c)
+  ROOT w = (f32[2], f32[2], f32[2]) while(init), condition=cond, body=body
+}
+"""
+
+
+def test_while_operand_need_not_be_the_loop_shape() -> None:
+    """XLA's ShapeVerifier::HandleWhile checks the operand against each callee's parameter and
+    the loop's shape against the body's root, never the operand against the loop's shape
+    (while_loop_constant_sinking_test's DontCreateDeadConstant verifies such a loop)."""
+    assert hloscope.load(_GROWING_LOOP).entry.root.shape.tuple_shapes[2].dimensions == (2,)
+    with pytest.raises(ParseError, match="is not that of body's root"):
+        hloscope.load(_GROWING_LOOP.replace("ROOT w = (f32[2], f32[2], f32[2])",
+                                            "ROOT w = (f32[2], f32[2])"))
