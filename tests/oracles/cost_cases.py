@@ -500,3 +500,15 @@ ENTRY e {
 }
 """
 
+# A recv-done written with another data shape than its recv's (XLA's
+# gpu_latency_hiding_scheduler_test writes (f32[16], token[]) for an f32[16,16] recv).
+CASES["recv_done_written_shape"] = """
+HloModule m
+ENTRY e {
+  a = token[] after-all()
+  recv = (f32[16,16], u32[], token[]) recv(a), channel_id=1
+  ROOT rd = (f32[16], token[]) recv-done(recv), channel_id=1
+}
+"""
+
+

@@ -348,6 +348,17 @@ def send_done(site: Site) -> Cost:
     return Cost(bytes_accessed=site.size(_SEND_SHAPE) * len(site.operand_shapes))
 
 
+def recv_done(site: Site) -> Cost:
+    """The recv's tuple table read and `(data, token[])` written, data being the recv's own:
+    XLA builds a recv-done's shape from its recv whatever the text writes (jaxlib 0.10.2 on XLA's
+    gpu_latency_hiding_scheduler_test, which writes f32[16] for an f32[16,16] recv)."""
+    operands = site.operand_shapes
+    written = site.leaf_bytes(site.shape)
+    if operands and operands[0].is_tuple and operands[0].tuple_shapes:
+        written = site.leaf_bytes(operands[0].tuple_shapes[0])
+    return Cost(bytes_accessed=written + sum(site.size(s) for s in operands))
+
+
 _U32_SCALAR = Shape("u32", (), ())
 _SEND_SHAPE = Shape(TUPLE, tuple_shapes=(_U32_SCALAR, _U32_SCALAR, Shape("token")))
 COLLECTIVES = frozenset({
@@ -368,6 +379,7 @@ RULES: dict[str, Rule] = {
     "select-and-scatter": select_and_scatter, "transpose": transpose,
     "all-reduce": all_reduce, "all-reduce-start": all_reduce, "collective-reduce": all_reduce,
     "infeed": infeed, "outfeed": outfeed, "send": send, "send-done": send_done,
+    "recv-done": recv_done,
 }
 
 
