@@ -794,8 +794,16 @@ static int names_known(const char *s, Py_ssize_t a, Py_ssize_t b, PyObject *abov
 }
 
 /* _CALLED_VALUE: the end of a called value at q that the first step can trust, `{%a, %b}` or
- * `%name` followed by a blank, `,` or the end (names of name characters); -1 for any other. */
+ * `%name` (names of name characters), then blanks and a `,` or the end; -1 for any other. */
+static Py_ssize_t called_value_at(const char *s, Py_ssize_t q, Py_ssize_t n);
 static Py_ssize_t called_value_end(const char *s, Py_ssize_t q, Py_ssize_t n) {
+    Py_ssize_t r = called_value_at(s, q, n);
+    if (r < 0) return -1;
+    Py_ssize_t t = r;
+    while (t < n && is_space(s[t])) t++;
+    return (t >= n || s[t] == ',') ? r : -1;
+}
+static Py_ssize_t called_value_at(const char *s, Py_ssize_t q, Py_ssize_t n) {
     Py_ssize_t r = q;
     if (r < n && s[r] == '{') {
         r++;

@@ -130,10 +130,11 @@ _CONDITIONAL = ("ROOT %c = f32[4]{0} conditional(%q, %out, %out), true_computati
 
 
 @pytest.mark.parametrize("callee", ["\u1bfcleft", "!left", "left!", "(f32[], (s32[]))%left",
-                                    "{%left!, %right}"])
+                                    "{%left!, %right}", "%left .10", "{%left} .10"])
 def test_called_computation_that_is_not_a_name(callee: str, tmp_path: Path) -> None:
     # Once a KeyError in the analyses: the check that callees exist trusted a first look that
-    # skipped a value it could not read. A second conditional with the same attributes takes
+    # skipped a value it could not read, or read a name before a blank and took it for the value
+    # (`%left .10`, fuzz run 9's input 714015). A second conditional with the same attributes takes
     # the C accelerator's path for the same check.
     twice = _CONDITIONAL.replace("ROOT %c =", "%c0 =") + "\n  " + _CONDITIONAL.replace(
         "(%q, %out, %out)", "(%q, %c0, %out)").replace("=%left", "=" + callee)

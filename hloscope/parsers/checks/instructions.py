@@ -45,10 +45,11 @@ _ACCURACY_MODE = re.compile(r"\{\s*mode\s*=\s*([\w-]+)\s*\}")
 _ACCURACY_TOLERANCE = re.compile(r"\{\s*tolerance\s*=\s*\{([^{}]*)\}\s*\}")
 _CALLED_KEYS = frozenset(CALLED_COMPUTATION_KEYS)
 _CALLED_KEY_AT = re.compile(r"[,\s](?:" + "|".join(CALLED_COMPUTATION_KEYS) + r")\s*=\s*")
-# A called value the first step can trust: `%name` or `{%a, %b}` whole, names of [A-Za-z0-9_.-]
-# (anything else, `᯼left` or `left!`, goes to the attribute split, which decides).
-_CALLED_VALUE = re.compile(r"\{\s*(?:%?[A-Za-z0-9_.\-]+\s*(?:,\s*%?[A-Za-z0-9_.\-]+\s*)*)?\}"
-                           r"|%?[A-Za-z0-9_.\-]+(?=[\s,]|$)")
+# A called value the first step can trust: `%name` or `{%a, %b}` whole, names of [A-Za-z0-9_.-],
+# then a `,` or the end (anything else, `᯼left`, `left!` or `%a .10`, goes to the attribute
+# split, which decides).
+_CALLED_VALUE = re.compile(r"(?:\{\s*(?:%?[A-Za-z0-9_.\-]+\s*(?:,\s*%?[A-Za-z0-9_.\-]+\s*)*)?\}"
+                           r"|%?[A-Za-z0-9_.\-]+)(?=\s*(?:,|$))")
 _NAME_IN_LIST = re.compile(r"%?([A-Za-z0-9_.\-]+)")
 # Tags a memo entry (CALLED_ONLY, opcode, *keys): keys that passed, but for the called
 # computations, which _check_called checks each time (the C accelerator's check_run reads it).
