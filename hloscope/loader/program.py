@@ -100,9 +100,11 @@ class Program:
 
     @property
     def target(self) -> str | None:
-        """The target it was compiled for (`tpu:v5e:2x2`), from a build or a capture."""
+        """The target it was compiled for (`tpu:v5e:2x2`), from a build or a capture (None
+        where neither names one: a build folder is read leniently, its manifest may not)."""
         if self.build is not None:
-            return self.build.target
+            target = self.build.manifest.get("target")
+            return target if isinstance(target, str) else None
         return None if self.capture is None else self.capture.target
 
     @cached_property
