@@ -60,12 +60,9 @@ _TUPLE_TAIL = re.compile(
 # A line that starts `[ROOT] name =` begins a new instruction, unless the statement before it
 # is still open (a bracket, or a trailing `,` or `=`).
 _INSTRUCTION_START = re.compile(r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=")
-_COMPUTATION_HEADER = re.compile(
-    r"\s*(ENTRY\s+)?" + _NAME + r"\s*(?:(\(.*\))\s*->\s*(.+?))?\s*\{\s*$", re.S
-)
-_HEADER_WITHOUT_BRACE = re.compile(
-    r"\s*(ENTRY\s+)?" + _NAME + r"\s*(?:(\(.*\))\s*->\s*(.+?))?\s*$", re.S
-)
+_HEADER = r"\s*(ENTRY\s+)?" + _NAME + r"\s*(?:(\(.*\))\s*->\s*(.+?))?\s*"
+_COMPUTATION_HEADER = re.compile(_HEADER + r"\{\s*$", re.S)
+_HEADER_WITHOUT_BRACE = re.compile(_HEADER + "$", re.S)
 _PARAMETER_ITEM = r"\s*%?[A-Za-z_][\w.\-]*\s*:\s*" + _ARRAY_SHAPE + r"\s*"
 _ARRAY_PARAMETERS = re.compile(r"\((?:" + _PARAMETER_ITEM + r"(?:," + _PARAMETER_ITEM + r")*)?\)")
 _ARRAY_PARAMETER = re.compile(r"%?([A-Za-z_][\w.\-]*)\s*:\s*(" + _ARRAY_SHAPE + ")")
